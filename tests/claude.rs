@@ -648,3 +648,54 @@ fn a_live_delivery_is_logged_at_the_moment_claude_code_took_it() {
     assert_eq!(stamps.len(), 1, "{stamps:?}\n{}", env.diagnostics());
     assert_eq!(ts, stamps[0], "delivery.log: {line}");
 }
+
+/// Issue 27: Claude Code 2.1.332 aborts an MCP POST that has no response after
+/// `max(timeout, 60 s)` and ends a tool call at its `timeout`; iapeer's `.mcp.json` entry
+/// has `timeout` = `runtime::MCP_TOOL_TIMEOUT` (330 s) and the daemon answers a held call as
+/// an event stream. Here ea (echo) takes 65 s to boot, so cb's `send_to_peer` is held over
+/// 60 s, and Claude Code gets its result.
+#[test]
+fn a_claude_send_to_peer_that_waits_over_60_s_for_a_slow_wake_succeeds() {
+    let mut env = TestEnv::new();
+    let api = AnthropicStandIn::start();
+    add_peer(&mut env, "cb", &api, true);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.launch_env("ea", "echo", common::agents::SLOW_BOOT_ENV);
+    env.start_daemon();
+    api.script(|req| {
+        if has_tool_result(req) {
+            Reply::Text("sent".into())
+        } else if last_user_text(req).contains("<iap ") {
+            Reply::ToolUse(
+                "mcp__iapeer__send_to_peer".into(),
+                json!({"personality": "ea", "message": "hi from claude"}),
+            )
+        } else {
+            Reply::Text("ok".into())
+        }
+    });
+    env.send_from("cb", "echo-ea", "hello claude");
+    env.wait_until(
+        "the model asks for send_to_peer",
+        Duration::from_secs(90),
+        |_| {
+            api.main_requests()
+                .iter()
+                .any(|r| last_user_text(r).contains("hello claude"))
+        },
+    );
+    let called = std::time::Instant::now();
+    let result = || {
+        api.main_requests()
+            .into_iter()
+            .find(has_tool_result)
+            .map(|r| {
+                r["messages"]
+                    .as_array()
+                    .and_then(|m| m.last())
+                    .unwrap()
+                    .to_string()
+            })
+    };
+    env.assert_slow_send_result("claude", called, result);
+}

@@ -209,13 +209,9 @@ fn codex_peer_wakes_sees_its_prompt_replies_through_mcp_and_takes_a_live_message
     );
 }
 
-/// With the daemon in bearer mode (`IAPEER_BEARER_TOKEN`, spec 02 §4) the host config's block
-/// sends that bearer and the session token in `X-IAPeer-Token`, so the model's `send_to_peer`
-/// still reaches its target (before: `bearer_token_env_var = "IAPEER_TOKEN"`, refused).
-#[test]
-fn codex_peer_reaches_a_peer_through_mcp_when_the_daemon_requires_a_bearer() {
-    let started = std::time::Instant::now();
-    let (env, api) = world_with(&[("IAPEER_BEARER_TOKEN", "gate-s3cret")]);
+/// The model's script: a turn on "hello codex" calls `send_to_peer` to ea; the tool's output
+/// is answered "sent", anything else "ok".
+fn call_ea_on_hello(api: &OpenAiStandIn) {
     api.script(|req| {
         if last_is_tool_output(req) {
             Reply::Text("sent".into())
@@ -229,6 +225,16 @@ fn codex_peer_reaches_a_peer_through_mcp_when_the_daemon_requires_a_bearer() {
             Reply::Text("ok".into())
         }
     });
+}
+
+/// With the daemon in bearer mode (`IAPEER_BEARER_TOKEN`, spec 02 §4) the host config's block
+/// sends that bearer and the session token in `X-IAPeer-Token`, so the model's `send_to_peer`
+/// still reaches its target (before: `bearer_token_env_var = "IAPEER_TOKEN"`, refused).
+#[test]
+fn codex_peer_reaches_a_peer_through_mcp_when_the_daemon_requires_a_bearer() {
+    let started = std::time::Instant::now();
+    let (env, api) = world_with(&[("IAPEER_BEARER_TOKEN", "gate-s3cret")]);
+    call_ea_on_hello(&api);
     env.send_from("cx", "echo-ea", "hello codex");
     env.wait_mcp_delivery("codex-cx", "ea", Duration::from_secs(60));
     eprintln!("codex bearer end to end: {:?}", started.elapsed());
@@ -347,4 +353,38 @@ fn a_body_with_the_paste_end_marker_reaches_codex_as_one_user_message() {
         "{}",
         env.diagnostics()
     );
+}
+
+/// Issue 27: iapeer launches Codex with `tool_timeout_sec` = `runtime::MCP_TOOL_TIMEOUT`
+/// (330 s). Here ea (echo) takes 65 s to boot, so cx's `send_to_peer` is held over 60 s (the
+/// limit Gemini CLI's fetch had), and Codex gets its result. (Codex 0.171 passes this
+/// without the setting too: its own default is over 65 s, unlike earlier versions' 60 s.)
+#[test]
+fn a_codex_send_to_peer_that_waits_over_60_s_for_a_slow_wake_succeeds() {
+    let mut env = TestEnv::new();
+    let api = OpenAiStandIn::start();
+    add_peer(&mut env, "cx", &api);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.launch_env("ea", "echo", common::agents::SLOW_BOOT_ENV);
+    env.start_daemon();
+    call_ea_on_hello(&api);
+    env.send_from("cx", "echo-ea", "hello codex");
+    env.wait_until(
+        "the model asks for send_to_peer",
+        Duration::from_secs(90),
+        |_| api.has_request_with("hello codex"),
+    );
+    let called = std::time::Instant::now();
+    // Codex 0.171 answers the stand-in's first call "unsupported call: mcp__iapeersend_to_peer"
+    // and then makes it (seen before this change too): the output that counts is the one
+    // with the send's result.
+    let result = || {
+        api.recorded()
+            .iter()
+            .flat_map(|r| r["input"].as_array().cloned().unwrap_or_default())
+            .filter(|i| i["type"] == "function_call_output")
+            .map(|i| i.to_string())
+            .find(|o| o.contains("delivered_to") || o.contains("timed out"))
+    };
+    env.assert_slow_send_result("codex", called, result);
 }

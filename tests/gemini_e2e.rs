@@ -702,3 +702,84 @@ fn a_gemini_peer_compacts_and_takes_a_message_after() {
         "{err}"
     );
 }
+
+/// Issue 27: Gemini CLI 0.61's fetch gives up on a response whose headers take over 60 s
+/// (undici `headersTimeout`), and a `send_to_peer` that wakes a slow peer is held longer.
+/// Here ea (echo) takes 65 s to boot, so gm's call waits over 60 s; the daemon answers it
+/// as an event stream whose head goes out at once, and Gemini gets the tool's result (the
+/// model's next request carries it, and the session file has no `MCP ERROR`). Before the
+/// event-stream answer Gemini's call failed with "fetch failed" at 60 s.
+#[test]
+fn a_gemini_send_to_peer_that_waits_over_60_s_for_a_slow_wake_succeeds() {
+    let Some(bin) = gemini_bin() else {
+        return;
+    };
+    let started = std::time::Instant::now();
+    let mut env = TestEnv::new();
+    let api = GeminiStandIn::start();
+    add_peer(&mut env, &bin, "gm", &api);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.launch_env("ea", "echo", common::agents::SLOW_BOOT_ENV);
+    env.start_daemon();
+    let written: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.home.join(".gemini/settings.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(written["mcpServers"]["iapeer"]["timeout"], 330_000);
+    reply_to_ea_on_first(&api);
+    env.send_from("gm", "echo-ea", FIRST);
+    env.wait_until(
+        "the model asks for send_to_peer",
+        Duration::from_secs(90),
+        |_| !turns_with(&api, FIRST).is_empty(),
+    );
+    let called = std::time::Instant::now();
+    let result = || {
+        api.turns()
+            .into_iter()
+            .find(last_is_function_response)
+            .map(|r| {
+                r["contents"]
+                    .as_array()
+                    .unwrap()
+                    .last()
+                    .unwrap()
+                    .to_string()
+            })
+            .map(|r| r.replace("fetch failed", "timed out"))
+    };
+    let waited = env.assert_slow_send_result("gemini", called, result);
+    let delivered = env.events("delivery", "delivery");
+    let line = delivered
+        .iter()
+        .find(|d| d["caller"] == "gemini-gm" && d["to"] == "ea")
+        .unwrap_or_else(|| panic!("no delivery to ea\n{}", env.diagnostics()));
+    assert_eq!(
+        (line["ok"].as_str(), line["woke"].as_str()),
+        ("true", "true")
+    );
+    assert!(
+        env.log("daemon")
+            .contains("answer goes on as an event stream"),
+        "{}",
+        env.diagnostics()
+    );
+    // Gemini's own record of the call: the result, not `MCP ERROR`.
+    env.wait_until("gm's turn ends", Duration::from_secs(60), |_| {
+        api.turns().len() >= 2
+    });
+    let sessions: Vec<String> =
+        common::pty_record::files_under(&env.home.join(".gemini/tmp"), |_| false)
+            .into_iter()
+            .filter(|p| p.to_string_lossy().contains("/chats/"))
+            .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+            .collect();
+    assert!(!sessions.is_empty(), "no Gemini session file");
+    let all = sessions.join("\n");
+    assert!(!all.contains("MCP ERROR"), "{all}");
+    assert!(all.contains("delivered_to"), "{all}");
+    eprintln!(
+        "gemini slow send: held {waited:?}, whole test {:?}",
+        started.elapsed()
+    );
+}

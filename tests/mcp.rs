@@ -42,8 +42,19 @@ impl Resp {
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
     }
+    /// The JSON body; of an event stream (a send held past `HOLD_AS_EVENTS_AFTER`), its one
+    /// `event: message`'s data.
     pub(crate) fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
+        let text = String::from_utf8_lossy(&self.body);
+        let data = if self.header("content-type") == Some("text/event-stream") {
+            let mut data = text.lines().filter_map(|l| l.strip_prefix("data: "));
+            data.next_back()
+                .unwrap_or_else(|| panic!("no event data: {text:?}"))
+                .to_owned()
+        } else {
+            text.into_owned()
+        };
+        serde_json::from_str(&data)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(&self.body)))
     }
 }
@@ -470,6 +481,175 @@ fn a_send_failure_keeps_its_code() {
     );
 }
 
+/// The lines of one answer read as they come (CRLF trimmed), each with the time since the
+/// request was sent: status line, headers, blank line, then the body's lines to EOF.
+fn timed_lines(port: u16, accept: &str, body: &str) -> Vec<(Duration, String)> {
+    let host = format!("127.0.0.1:{port}");
+    let headers = [
+        ("Host", host.as_str()),
+        ("Content-Type", "application/json"),
+        ("Accept", accept),
+        ("X-IAPeer-Identity", "echo-alice"),
+    ];
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(180))).unwrap();
+    let sent = Instant::now();
+    s.write_all(&raw("POST", "/mcp", &headers, body.as_bytes()))
+        .expect("send request");
+    let mut r = BufReader::new(s);
+    let mut lines = Vec::new();
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).expect("read the answer") == 0 {
+            return lines;
+        }
+        let line = line.trim_end_matches(['\r', '\n']).to_owned();
+        lines.push((sent.elapsed(), line));
+    }
+}
+
+/// Issue 27: a `tools/call` whose send wakes a slow peer (echo with a 20 s boot) is answered,
+/// for a client that takes `text/event-stream`, as an event stream whose head comes within
+/// `HOLD_AS_EVENTS_AFTER` (3 s) and a margin, with a `: keep-alive` comment at once and every
+/// 15 s, and the result as its one `event: message`; a client that takes JSON only waits for
+/// the whole JSON answer, as before. A send to an awake peer is answered JSON at once.
+#[test]
+fn a_slow_send_is_answered_as_an_event_stream_with_keep_alives() {
+    const HOLD: Duration = Duration::from_secs(3);
+    const BOOT_MS: u64 = 20_000;
+    let mut env = TestEnv::new();
+    env.set("IAPEER_MCP_AUTH", "header");
+    for p in ["alice", "bob", "carol"] {
+        env.create_echo(p);
+    }
+    for p in ["bob", "carol"] {
+        env.launch_env(
+            p,
+            "echo",
+            &format!("PEER_START_ARGS=--boot-delay-ms {BOOT_MS}\n"),
+        );
+    }
+    env.start_daemon();
+    let port = env.port();
+    let body = |to: &str| {
+        json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"send_to_peer",
+               "arguments":{"personality":to,"message":format!("slow wake of {to}")}}})
+        .to_string()
+    };
+    let (sse_body, json_body) = (body("bob"), body("carol"));
+    let sse = std::thread::spawn(move || {
+        timed_lines(port, "application/json, text/event-stream", &sse_body)
+    });
+    let plain = std::thread::spawn(move || timed_lines(port, "application/json", &json_body));
+    let (sse, plain) = (sse.join().unwrap(), plain.join().unwrap());
+    let show = |l: &[(Duration, String)]| format!("{l:?}\n{}", env.diagnostics());
+
+    // The event stream: its head early, comments, the result last.
+    let (head_at, status) = &sse[0];
+    assert_eq!(status, "HTTP/1.1 200 OK", "{}", show(&sse));
+    assert!(
+        *head_at >= HOLD && *head_at < HOLD + Duration::from_secs(3),
+        "the head came at {head_at:?}: {}",
+        show(&sse)
+    );
+    let blank = sse
+        .iter()
+        .position(|(_, l)| l.is_empty())
+        .expect("end of head");
+    let head: Vec<String> = sse[1..blank]
+        .iter()
+        .map(|(_, l)| l.to_ascii_lowercase())
+        .collect();
+    assert!(
+        head.contains(&"content-type: text/event-stream".to_owned()),
+        "{head:?}"
+    );
+    assert!(head.contains(&"connection: close".to_owned()), "{head:?}");
+    assert!(
+        !head.iter().any(|h| h.starts_with("content-length")),
+        "{head:?}"
+    );
+    let stream = &sse[blank + 1..];
+    let beats: Vec<Duration> = stream
+        .iter()
+        .filter(|(_, l)| l == ": keep-alive")
+        .map(|(t, _)| *t)
+        .collect();
+    let (done_at, data) = stream
+        .iter()
+        .find_map(|(t, l)| l.strip_prefix("data: ").map(|d| (*t, d)))
+        .unwrap_or_else(|| panic!("no data line: {}", show(&sse)));
+    assert!(
+        done_at >= Duration::from_millis(BOOT_MS),
+        "answered before the boot ended ({done_at:?}): {}",
+        show(&sse)
+    );
+    assert!(beats[0] < HOLD + Duration::from_secs(3), "{}", show(&sse));
+    // One at the head, then one every 15 s until the answer.
+    let expected = 1 + (done_at - beats[0]).as_secs() / 15;
+    assert!(
+        expected >= 2 && (expected..=expected + 1).contains(&(beats.len() as u64)),
+        "{} comments in {done_at:?}: {}",
+        beats.len(),
+        show(&sse)
+    );
+    for gap in beats.windows(2).map(|w| w[1] - w[0]) {
+        assert!(gap >= Duration::from_secs(14), "{gap:?}: {}", show(&sse));
+    }
+    let event = stream
+        .iter()
+        .position(|(_, l)| l == "event: message")
+        .unwrap();
+    assert!(stream[event + 1].1.starts_with("data: "), "{}", show(&sse));
+    assert_eq!(
+        stream
+            .iter()
+            .filter(|(_, l)| l.starts_with("data: "))
+            .count(),
+        1,
+        "{}",
+        show(&sse)
+    );
+    let v: Value = serde_json::from_str(data).unwrap();
+    assert_eq!(v["id"], 9);
+    let sc = &v["result"]["structuredContent"];
+    assert_eq!(
+        (sc["ok"].clone(), sc["woke"].clone()),
+        (json!(true), json!(true)),
+        "{v}"
+    );
+    assert_eq!(sc["delivered_to"]["personality"], "bob", "{v}");
+
+    // The JSON-only client: nothing before the whole answer.
+    let (status_at, status) = &plain[0];
+    assert_eq!(status, "HTTP/1.1 200 OK", "{}", show(&plain));
+    assert!(
+        *status_at >= Duration::from_millis(BOOT_MS),
+        "{status_at:?}: {}",
+        show(&plain)
+    );
+    let blank = plain.iter().position(|(_, l)| l.is_empty()).unwrap();
+    assert!(
+        plain[1..blank]
+            .iter()
+            .any(|(_, l)| l.eq_ignore_ascii_case("content-type: application/json")),
+        "{}",
+        show(&plain)
+    );
+    let v: Value = serde_json::from_str(&plain[blank + 1].1).unwrap();
+    assert_eq!(v["result"]["structuredContent"]["ok"], true, "{v}");
+    assert_eq!(
+        v["result"]["structuredContent"]["delivered_to"]["personality"],
+        "carol"
+    );
+
+    // bob is awake now: a quick send is answered JSON at once, as always.
+    let r = post(port, &[("X-IAPeer-Identity", "echo-alice")], &body("bob"));
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert!(r.header("content-length").is_some());
+    assert_eq!(r.json()["result"]["structuredContent"]["ok"], true);
+}
+
 /// Run scripts/mcp_client.py (the official MCP Python SDK) as echo-alice against `env`'s
 /// daemon, sending `message` to bob on topic "sdk" after connecting in `mode` (legacy: the
 /// `initialize` handshake; auto: the `server/discover` probe first); its JSON output.
@@ -560,6 +740,30 @@ fn official_python_sdk_as_a_client() {
     assert_eq!(v["initialize"]["serverInfo"]["name"], "iapeer");
     assert_eq!(v["initialize"]["capabilities"]["tools"], json!({}));
     check_sdk_listing_and_delivery(&env, &v, "hello from the python sdk", true);
+}
+
+/// Issue 27: the official SDK's `send_to_peer` whose send wakes a slow peer (echo with a
+/// 6 s boot) is answered as an event stream (the daemon says so in its log) and the SDK
+/// reads the result from it.
+#[test]
+fn official_python_sdk_reads_a_slow_send_s_event_stream_answer() {
+    let mut env = TestEnv::new();
+    env.create_echo("alice");
+    env.create_echo("bob");
+    env.launch_env("bob", "echo", "PEER_START_ARGS=--boot-delay-ms 6000\n");
+    env.start_daemon();
+    let token = wake_and_token(&env, "alice");
+    assert_eq!(env.status_of("bob", "echo"), "asleep");
+    let started = Instant::now();
+    let v = python_sdk_send(&env, &token, "legacy", "a slow wake through the sdk");
+    assert!(started.elapsed() >= Duration::from_secs(6), "{v}");
+    check_sdk_listing_and_delivery(&env, &v, "a slow wake through the sdk", true);
+    assert!(
+        env.log("daemon")
+            .contains("answer goes on as an event stream"),
+        "the answer was not held as an event stream\n{}",
+        env.diagnostics()
+    );
 }
 
 /// MCP revision 2026-07-28 (what Claude Code 2.1.332 probes for first): the

@@ -236,16 +236,9 @@ fn opencode_peer_wakes_replies_through_mcp_is_interrupted_and_resumes_by_topic()
     assert!(!config_dir.join("package.json").exists() && !env.home.join(".npm").exists());
 }
 
-/// Issue 27 "must show": `create --runtime opencode` where OpenCode cannot be found refuses
-/// and says how to install it; nothing is created.
-/// With the daemon in bearer mode (`IAPEER_BEARER_TOKEN`, spec 02 §4) the MCP server in
-/// `OPENCODE_CONFIG_CONTENT` sends that bearer and the session token in `X-IAPeer-Token`, so
-/// the model's `send_to_peer` still reaches its target (before: `Authorization: Bearer
-/// <session token>`, refused).
-#[test]
-fn opencode_peer_reaches_a_peer_through_mcp_when_the_daemon_requires_a_bearer() {
-    let started = std::time::Instant::now();
-    let (env, api) = world_with(Some("gate-s3cret"), 6);
+/// The model's script: a turn on "hello opencode" calls `send_to_peer` to ea; the tool's
+/// result is answered "sent", anything else "ok".
+fn call_ea_on_hello(api: &ChatStandIn) {
     api.script(|req| {
         if last_is_tool_result(req) {
             Reply::Text("sent".into())
@@ -258,6 +251,19 @@ fn opencode_peer_reaches_a_peer_through_mcp_when_the_daemon_requires_a_bearer() 
             Reply::Text("ok".into())
         }
     });
+}
+
+/// Issue 27 "must show": `create --runtime opencode` where OpenCode cannot be found refuses
+/// and says how to install it; nothing is created.
+/// With the daemon in bearer mode (`IAPEER_BEARER_TOKEN`, spec 02 §4) the MCP server in
+/// `OPENCODE_CONFIG_CONTENT` sends that bearer and the session token in `X-IAPeer-Token`, so
+/// the model's `send_to_peer` still reaches its target (before: `Authorization: Bearer
+/// <session token>`, refused).
+#[test]
+fn opencode_peer_reaches_a_peer_through_mcp_when_the_daemon_requires_a_bearer() {
+    let started = std::time::Instant::now();
+    let (env, api) = world_with(Some("gate-s3cret"), 6);
+    call_ea_on_hello(&api);
     env.ok(&[
         "send",
         "oc",
@@ -559,4 +565,35 @@ fn a_gated_opencode_peer_asks_a_human_and_approve_and_deny_decide() {
     assert!(out.starts_with("delivered to oc (opencode)"), "{out}");
     env.wait_mcp_delivery("opencode-oc", "ea", WAIT);
     assert!(oc_approvals(&env).is_empty(), "send_to_peer asked");
+}
+
+/// Issue 27: OpenCode 1.18.33 gives an MCP tool call its server's `timeout`, else the MCP
+/// SDK's 60 s (reset only by progress notifications, which iapeer does not send); iapeer's
+/// launch config gives it `runtime::MCP_TOOL_TIMEOUT` (330 s). Here ea (echo) takes 65 s to
+/// boot, so oc's `send_to_peer` is held over 60 s, and OpenCode gets its result.
+#[test]
+fn an_opencode_send_to_peer_that_waits_over_60_s_for_a_slow_wake_succeeds() {
+    let mut env = TestEnv::new();
+    env.set("IAPEER_TICK_SECS", "1");
+    let api = ChatStandIn::start();
+    add_peer(&mut env, "oc", &api);
+    env.ok(&["create", "ea", "--runtime", "echo"]);
+    env.launch_env("ea", "echo", common::agents::SLOW_BOOT_ENV);
+    env.start_daemon();
+    call_ea_on_hello(&api);
+    env.send_from("oc", "echo-ea", "hello opencode");
+    env.wait_until("the model asks for send_to_peer", WAIT, |_| {
+        !turns_with(&api, "hello opencode").is_empty()
+    });
+    let called = std::time::Instant::now();
+    let result = || {
+        api.turns().into_iter().find(last_is_tool_result).map(|r| {
+            r["messages"]
+                .as_array()
+                .and_then(|m| m.last())
+                .unwrap()
+                .to_string()
+        })
+    };
+    env.assert_slow_send_result("opencode", called, result);
 }

@@ -496,6 +496,18 @@ impl Daemon {
         for w in warnings {
             log::warn!("{w}");
         }
+        let client_limit =
+            crate::runtime::MCP_TOOL_TIMEOUT - crate::runtime::MCP_TOOL_TIMEOUT_MARGIN;
+        if cfg.send_timeout > client_limit {
+            log::warn!(
+                "IAPEER_SEND_TIMEOUT_MS is {} ms, but the agents' MCP clients are configured to \
+                 give up on a send_to_peer call after {} s: a send held longer fails on the \
+                 agent's side although it may be delivered; set it to at most {} ms",
+                cfg.send_timeout.as_millis(),
+                crate::runtime::MCP_TOOL_TIMEOUT.as_secs(),
+                client_limit.as_millis()
+            );
+        }
         raise_fd_limit();
         size_fd_table();
         realtime::start(cfg.realtime);

@@ -31,6 +31,7 @@ pub fn server_entry(personality: &str, bearer: bool) -> Value {
         "type": "http",
         "url": "http://127.0.0.1:${IAPEER_PORT:-8765}/mcp",
         "headers": headers,
+        "timeout": super::MCP_TOOL_TIMEOUT_MS,
     })
 }
 
@@ -97,7 +98,8 @@ fn enable_in_settings(cwd: &Path) -> Result<(), SetupError> {
 }
 
 /// The `iapeer` entry brought to the current form (spec 08 §2–§5 migration, issue 11 item 1):
-/// `current`'s keys win; every other key of `existing` (a user's `timeout`, say) is kept, and
+/// `current`'s keys win but `timeout`, which stays the user's when it is longer
+/// ([`super::tool_timeout_ms_at_least`]); every other key of `existing` is kept, and
 /// so are the user's own headers, except the session-token headers iapeer owns
 /// (`Authorization`, `X-IAPeer-Token`), which follow `current`. A non-object `existing`
 /// gives `current`.
@@ -122,6 +124,11 @@ pub fn upgraded_entry(existing: &Value, current: &Value) -> Value {
                 headers.extend(h.clone());
             }
             out.insert(k.clone(), Value::Object(headers));
+        } else if k == "timeout" {
+            out.insert(
+                k.clone(),
+                super::tool_timeout_ms_at_least(old.get("timeout")),
+            );
         } else {
             out.insert(k.clone(), v.clone());
         }
@@ -242,11 +249,22 @@ mod tests {
         let e = &v["mcpServers"]["iapeer"];
         assert_eq!(e["headers"]["Authorization"], "Bearer ${IAPEER_TOKEN}");
         assert_eq!(e["headers"]["X-Mine"], "1");
-        assert_eq!(e["timeout"], 9);
+        // A user's timeout under the longest a send is held is raised to it (issue 27).
+        assert_eq!(e["timeout"], crate::runtime::MCP_TOOL_TIMEOUT_MS);
+        assert_eq!(e["timeout"], 330_000);
         assert_eq!(e["url"], "http://127.0.0.1:${IAPEER_PORT:-8765}/mcp");
         assert_eq!(v["mcpServers"]["other"]["command"], "x");
         // Current now: nothing more to do, nothing written.
         assert!(!refresh(dir.path(), "bob", false).unwrap());
+        // A longer one of the user's is kept.
+        let mut longer = json_in(dir.path(), ".mcp.json");
+        longer["mcpServers"]["iapeer"]["timeout"] = json!(900_000);
+        std::fs::write(dir.path().join(".mcp.json"), longer.to_string()).unwrap();
+        assert!(!refresh(dir.path(), "bob", false).unwrap());
+        assert_eq!(
+            json_in(dir.path(), ".mcp.json")["mcpServers"]["iapeer"]["timeout"],
+            900_000
+        );
         // Bearer mode moves the token to its own header.
         assert!(refresh(dir.path(), "bob", true).unwrap());
         assert_bearer_headers(dir.path());

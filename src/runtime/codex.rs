@@ -426,6 +426,13 @@ impl Adapter for Codex {
                 ctx.port
             )
             .into(),
+            // A send may be held minutes (a wake); Codex's default is 60 s.
+            "-c".into(),
+            format!(
+                "mcp_servers.iapeer.tool_timeout_sec={}",
+                super::MCP_TOOL_TIMEOUT.as_secs()
+            )
+            .into(),
         ]);
         // A gated peer never runs with the bypass flag: its approvals go to a human (spec 10
         // §4) through the `PermissionRequest` hook.
@@ -777,6 +784,8 @@ mod tests {
                 instr.as_str(),
                 "-c",
                 "mcp_servers.iapeer.url=\"http://127.0.0.1:8765/mcp\"",
+                "-c",
+                "mcp_servers.iapeer.tool_timeout_sec=330",
                 "--dangerously-bypass-approvals-and-sandbox",
                 "--model",
                 "o3"

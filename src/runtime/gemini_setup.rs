@@ -50,6 +50,7 @@ pub fn server_entry(url: &str, bearer: bool) -> Value {
         "httpUrl": url,
         "headers": headers,
         "trust": true,
+        "timeout": super::MCP_TOOL_TIMEOUT_MS,
     })
 }
 
@@ -58,7 +59,8 @@ const TOKEN_HEADER: &str = "X-IAPeer-Token";
 
 /// Put iapeer's entry for `url` (in `bearer` mode or not, [`server_entry`]) into `settings`
 /// (pure): added when absent; an existing entry gets iapeer's keys (`httpUrl`, its headers,
-/// `trust`) and keeps any other key the user gave it; out of bearer mode a left-over
+/// `trust`, a `timeout` of at least [`super::MCP_TOOL_TIMEOUT_MS`]) and keeps any other key
+/// the user gave it; out of bearer mode a left-over
 /// `X-IAPeer-Token` header goes. Returns whether `settings` changed.
 pub fn merge_server(settings: &mut Map<String, Value>, url: &str, bearer: bool) -> bool {
     let before = settings.clone();
@@ -88,6 +90,10 @@ pub fn merge_server(settings: &mut Map<String, Value>, url: &str, bearer: bool) 
                             }
                             headers.extend(ours);
                         }
+                    }
+                    ("timeout", existing) => {
+                        let ms = super::tool_timeout_ms_at_least(existing.as_deref());
+                        own.insert(k, ms);
                     }
                     _ => {
                         own.insert(k, v);
@@ -170,7 +176,8 @@ mod tests {
         assert_eq!(v["mcpServers"]["other"]["command"], "x");
         let own = &v["mcpServers"]["iapeer"];
         assert_eq!(own["httpUrl"], "http://127.0.0.1:9/mcp");
-        assert_eq!(own["timeout"], 5000);
+        // 5 s would fail a send that wakes its peer: raised to the longest a send is held.
+        assert_eq!(own["timeout"], 330_000);
         assert_eq!(own["trust"], true);
         assert_eq!(own["headers"]["X-Mine"], "1");
         assert_eq!(own["headers"]["Authorization"], "Bearer ${IAPEER_TOKEN}");

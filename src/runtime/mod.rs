@@ -43,6 +43,54 @@ pub use crate::adapter::{
 use crate::paths::Paths;
 use crate::runtime_table::{Class, McpClient, CLAUDE, CODEX, ECHO, GEMINI, OPENCODE};
 
+/// What iapeer adds to the longest a `send_to_peer` call is held for [`MCP_TOOL_TIMEOUT`]:
+/// room for the answer after the send deadline (a send the session held is taken back first,
+/// then failed as a timeout) and for a loaded machine.
+pub const MCP_TOOL_TIMEOUT_MARGIN: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The tool-call timeout iapeer writes for its own MCP server into each agent's MCP client
+/// (issue 27): the longest the daemon holds a `send_to_peer` call, the send deadline
+/// (`IAPEER_SEND_TIMEOUT_MS`, 300 s by default, spec 03 §1; a wake's boot runs within it),
+/// plus [`MCP_TOOL_TIMEOUT_MARGIN`]: 330 s. OpenCode's own default (60 s) is shorter than a
+/// slow wake. What the setting means in each client, read in its shipped code:
+/// - Claude Code 2.1.332, `.mcp.json` `timeout` (ms): "Per-server tool-call timeout in
+///   milliseconds ... Hard wall-clock limit per call; progress notifications do not extend
+///   it" (its config schema); a total. It also raises the POST's wait for a first byte
+///   (`max(timeout, 60 s)`) and the idle limit (5 min for HTTP by default) in its fetch
+///   wrapper. Default total 1e8 ms.
+/// - Codex 0.171, `tool_timeout_sec` (s): the whole `tools/call` in a `tokio` timeout, a
+///   total ("timed out awaiting …" in its binary; openai/codex `codex-rs`
+///   `mcp_connection_manager.rs` of earlier versions: `DEFAULT_TOOL_TIMEOUT` 60 s). 0.171's
+///   own default is longer than that: a 65 s call succeeded without the setting
+///   (`tests/codex.rs`, `a_codex_send_to_peer_that_waits_over_60_s…`); set here so the bound
+///   is iapeer's, not the CLI version's.
+/// - Gemini CLI 0.61, `mcpServers.*.timeout` (ms): passed as the MCP SDK request `timeout`
+///   of `callTool` without `resetTimeoutOnProgress` (its bundle, `McpCallableTool`); a total.
+///   Default `MCP_DEFAULT_TIMEOUT_MSEC` 10 min. (Its fetch's separate 60 s `headersTimeout`
+///   is met by the daemon's event-stream answer, `daemon::http::listen::HOLD_AS_EVENTS_AFTER`.)
+/// - OpenCode 1.18.33, `mcp.*.timeout` (ms): the MCP SDK request `timeout` of `callTool`
+///   with `resetTimeoutOnProgress: true` (its binary), reset only by progress notifications,
+///   which iapeer does not send: a total here. Default the SDK's 60 s.
+///
+/// A daemon whose `IAPEER_SEND_TIMEOUT_MS` is set above 300 s holds sends longer than this;
+/// it says so at start (`daemon::serve`).
+pub const MCP_TOOL_TIMEOUT: std::time::Duration = crate::config::vars::IAPEER_SEND_TIMEOUT_MS
+    .default_duration()
+    .saturating_add(MCP_TOOL_TIMEOUT_MARGIN);
+
+/// [`MCP_TOOL_TIMEOUT`] in milliseconds, as Claude Code, Gemini CLI and OpenCode take it.
+pub const MCP_TOOL_TIMEOUT_MS: u64 = MCP_TOOL_TIMEOUT.as_millis() as u64;
+
+/// The `timeout` (ms) an MCP server entry should have, given the one it has (`existing`): a
+/// number at least [`MCP_TOOL_TIMEOUT_MS`] (a user's longer one) is kept, anything else
+/// becomes [`MCP_TOOL_TIMEOUT_MS`].
+pub fn tool_timeout_ms_at_least(existing: Option<&serde_json::Value>) -> serde_json::Value {
+    match existing.and_then(serde_json::Value::as_u64) {
+        Some(ms) if ms >= MCP_TOOL_TIMEOUT_MS => serde_json::Value::from(ms),
+        _ => serde_json::Value::from(MCP_TOOL_TIMEOUT_MS),
+    }
+}
+
 /// Confirmation for runtimes where a complete write is the confirmation (router runtimes).
 pub struct WrittenIsConfirmed;
 

@@ -182,6 +182,7 @@ pub fn launch_config(
             "type": "remote",
             "url": format!("http://127.0.0.1:{port}/mcp"),
             "headers": headers,
+            "timeout": super::MCP_TOOL_TIMEOUT_MS,
         }},
     });
     if gated {
@@ -764,6 +765,7 @@ mod tests {
             format!("{{file:{}}}", prompt.display())
         );
         assert_eq!(config["mcp"]["iapeer"]["url"], "http://127.0.0.1:8765/mcp");
+        assert_eq!(config["mcp"]["iapeer"]["timeout"], 330_000);
         assert_eq!(
             config["mcp"]["iapeer"]["headers"]["Authorization"],
             "Bearer {env:IAPEER_TOKEN}"

@@ -68,3 +68,41 @@ impl TestEnv {
         );
     }
 }
+
+/// Issue 27's slow wake: the echo peer `ea`'s `launch.env` makes it take 65 s to boot, so a
+/// `send_to_peer` to it while asleep is held by the daemon over 60 s (the limit Gemini CLI's
+/// fetch and Claude Code's POST had, and OpenCode's MCP SDK default).
+pub const SLOW_BOOT_ENV: &str = "PEER_START_ARGS=--boot-delay-ms 65000\n";
+
+impl TestEnv {
+    /// Wait until `result` finds the tool result the agent's model got for its `send_to_peer`
+    /// to a slow-waking peer ([`SLOW_BOOT_ENV`]), called at `called`; panics unless it came
+    /// over 60 s later and carries the send's result (`delivered_to`, no "timed out").
+    /// Returns how long the call was held.
+    pub fn assert_slow_send_result(
+        &self,
+        agent: &str,
+        called: std::time::Instant,
+        result: impl Fn() -> Option<String>,
+    ) -> Duration {
+        self.wait_until(
+            &format!("{agent}'s send_to_peer result reaches its model"),
+            Duration::from_secs(150),
+            |_| result().is_some(),
+        );
+        let waited = called.elapsed();
+        let result = result().unwrap_or_default();
+        assert!(
+            waited > Duration::from_secs(60),
+            "{agent}: answered in {waited:?}: {result}\n{}",
+            self.diagnostics()
+        );
+        assert!(
+            result.contains("delivered_to") && !result.to_lowercase().contains("timed out"),
+            "{agent} got no result: {result}\n{}",
+            self.diagnostics()
+        );
+        eprintln!("{agent} slow send: held {waited:?}");
+        waited
+    }
+}

@@ -175,11 +175,13 @@ enum Stage {
         len: usize,
     },
     /// Waiting for the outcomes of routed sends (one slot each, in order), then `pending`
-    /// builds the answer. `gone` is raised when the client hangs up.
+    /// builds the answer. `gone` is raised when the client hangs up. `held` says whether the
+    /// answer has become an event stream ([`HOLD_AS_EVENTS_AFTER`]).
     Calling {
         pending: Box<mcp::Pending>,
         outcomes: Vec<Option<SendOutcome>>,
         gone: Arc<AtomicBool>,
+        held: Held,
     },
     /// A fleet request whose answer comes later (on this thread's channel). `gone` is
     /// raised when the client hangs up. A held long poll has `early` (and counts against the
@@ -213,6 +215,41 @@ impl Stage {
     fn open_ended(&self) -> bool {
         matches!(self, Stage::Calling { .. } | Stage::Fleet { .. })
     }
+}
+
+/// How long a `tools/call` answer waits as it is before, for a client whose `Accept` lists
+/// `text/event-stream`, it becomes an event stream: the head (200, `text/event-stream`, no
+/// length, `Connection: close`) and a comment go out at once, a comment every
+/// [`KEEP_ALIVE`] after, and the JSON-RPC answer as the one `event: message` at the end
+/// (streamable HTTP lets a POST be answered so). Why: a send that wakes a peer can take
+/// minutes (spec 03 §1, `IAPEER_SEND_TIMEOUT_MS`), and a client that waits for response
+/// headers only so long fails the call although the message is delivered (Gemini CLI 0.61's
+/// global fetch has undici's `headersTimeout` of 60 s, issue 27). A send answered sooner
+/// (the common case: a peer awake) is answered as before, byte for byte; 3 s is well past a
+/// delivery to an awake peer and far below any client's header timeout.
+pub const HOLD_AS_EVENTS_AFTER: Duration = Duration::from_secs(3);
+
+/// How often a held event stream gets a comment (`: keep-alive`), so that a client (or a
+/// proxy) that counts silence on a body sees the connection alive: the fleet streams'
+/// heartbeat.
+pub const KEEP_ALIVE: Duration = super::streams::HEARTBEAT;
+
+/// The comment written on a held answer's event stream: at its head and every [`KEEP_ALIVE`].
+pub const KEEP_ALIVE_COMMENT: &[u8] = b": keep-alive\n\n";
+
+/// The daemon log's line when an answer becomes an event stream (tests look for it).
+pub const HELD_AS_EVENTS_LOG: &str = "mcp: a tools/call has waited 3 s for its sends; its \
+     answer goes on as an event stream (its head sent, a keep-alive every 15 s)";
+
+/// How a waiting `/mcp` answer is held ([`HOLD_AS_EVENTS_AFTER`]).
+enum Held {
+    /// Nothing written yet; at `Some(t)` the answer becomes an event stream (`None`: the
+    /// client takes JSON only, and waits for it whole).
+    Quiet(Option<Instant>),
+    /// The event stream's head is sent: `unsent` is what the client has not taken yet
+    /// (at most a comment or two: one is added only when all before it went out), the next
+    /// comment is due at `beat`.
+    Events { unsent: Vec<u8>, beat: Instant },
 }
 
 /// What comes back on the acceptor's channel.
@@ -726,6 +763,7 @@ impl Acceptor {
     /// Close connections past their deadline; one still being read is answered 408. Waiting
     /// requests have no deadline here (every send ends by the router's send deadline).
     fn sweep(&mut self, now: Instant) {
+        self.hold_as_events(now);
         let expired: Vec<Token> = self
             .conns
             .iter()
@@ -738,6 +776,38 @@ impl Acceptor {
                     answer_now(&c.stream, &Reply::timeout(), false);
                 }
             }
+        }
+    }
+
+    /// Turn each waiting `/mcp` answer due at `now` into an event stream (its head and a
+    /// comment), and give each held stream due its comment ([`HOLD_AS_EVENTS_AFTER`]).
+    fn hold_as_events(&mut self, now: Instant) {
+        let mut due = Vec::new();
+        for (t, c) in &mut self.conns {
+            let Stage::Calling { held, .. } = &mut c.stage else {
+                continue;
+            };
+            match held {
+                Held::Quiet(Some(at)) if now >= *at => {
+                    let mut unsent = answer::SSE_HEAD.to_vec();
+                    unsent.extend_from_slice(KEEP_ALIVE_COMMENT);
+                    *held = Held::Events {
+                        unsent,
+                        beat: now + KEEP_ALIVE,
+                    };
+                    log::info!("{HELD_AS_EVENTS_LOG}");
+                }
+                // A comment only once the last one went out: what waits stays small.
+                Held::Events { unsent, beat } if now >= *beat && unsent.is_empty() => {
+                    unsent.extend_from_slice(KEEP_ALIVE_COMMENT);
+                    *beat = now + KEEP_ALIVE;
+                }
+                _ => continue,
+            }
+            due.push(*t);
+        }
+        for t in due {
+            self.flush(t);
         }
     }
 
@@ -874,10 +944,14 @@ impl Acceptor {
         }
         let gone = Arc::new(AtomicBool::new(false));
         c.buf = Vec::new();
+        let events_at = pending
+            .takes_events()
+            .then(|| Instant::now() + HOLD_AS_EVENTS_AFTER);
         c.stage = Stage::Calling {
             pending: Box::new(pending),
             outcomes: (0..sends.len()).map(|_| None).collect(),
             gone: Arc::clone(&gone),
+            held: Held::Quiet(events_at),
         };
         self.calling += 1;
         for (i, args) in sends.into_iter().enumerate() {
@@ -926,14 +1000,26 @@ impl Acceptor {
                 continue;
             }
             let Stage::Calling {
-                pending, outcomes, ..
+                pending,
+                outcomes,
+                held,
+                ..
             } = std::mem::replace(&mut c.stage, Stage::Linger { discarded: 0 })
             else {
                 continue;
             };
             self.calling -= 1;
-            let answer = pending.finish(outcomes.into_iter().flatten().collect());
-            self.answer(t, &Reply::from(answer));
+            let outcomes = outcomes.into_iter().flatten().collect();
+            match held {
+                Held::Quiet(_) => self.answer(t, &Reply::from(pending.finish(outcomes))),
+                Held::Events { mut unsent, .. } => {
+                    // The stream's head went out: the answer ends it as its one event.
+                    unsent.extend_from_slice(&pending.finish_as_event(outcomes));
+                    c.stage = Stage::Writing { out: unsent, at: 0 };
+                    c.deadline = Instant::now() + WRITE_TIMEOUT;
+                    self.flush(t);
+                }
+            }
         }
     }
 
@@ -956,11 +1042,24 @@ impl Acceptor {
     }
 
     /// Write what connection `t` can take of its answer; once all is written, shut the
-    /// writing side and linger.
+    /// writing side and linger. A held event stream ([`Held::Events`]) is written as far as
+    /// it goes.
     fn flush(&mut self, t: Token) {
         let Some(c) = self.conns.get_mut(&t) else {
             return;
         };
+        if let Stage::Calling {
+            held: Held::Events { unsent, .. },
+            ..
+        } = &mut c.stage
+        {
+            let ok = write_some(&c.stream, unsent)
+                && (unsent.is_empty() || watch_writes(&self.poll, &mut c.stream, t));
+            if !ok {
+                self.remove(t);
+            }
+            return;
+        }
         let Stage::Writing { out, at } = &mut c.stage else {
             return;
         };
@@ -975,13 +1074,7 @@ impl Acceptor {
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    let both = Interest::READABLE | Interest::WRITABLE;
-                    if self
-                        .poll
-                        .registry()
-                        .reregister(&mut c.stream, t, both)
-                        .is_err()
-                    {
+                    if !watch_writes(&self.poll, &mut c.stream, t) {
                         self.remove(t);
                     }
                     return;
@@ -1153,6 +1246,30 @@ fn admit_head(bytes: &[u8], shared: &Shared) -> Result<(RequestHead, Admitted), 
 fn answer_now(stream: &impl AsRawWrite, reply: &Reply, head_only: bool) -> bool {
     let bytes = reply.to_http(head_only, None);
     matches!(stream.write_once(&bytes), Ok(n) if n == bytes.len())
+}
+
+/// Write what `stream` takes of `unsent` without blocking, taking it off the front; false
+/// when the connection failed (the peer is gone).
+fn write_some(stream: &impl AsRawWrite, unsent: &mut Vec<u8>) -> bool {
+    while !unsent.is_empty() {
+        match stream.write_once(unsent) {
+            Ok(0) => return false,
+            Ok(n) => {
+                unsent.drain(..n);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+/// Watch connection `t` for room to write (and input) too, to go on with what it has not
+/// taken; false when it cannot be watched (it is to be closed).
+fn watch_writes(poll: &Poll, stream: &mut TcpStream, t: Token) -> bool {
+    let both = Interest::READABLE | Interest::WRITABLE;
+    poll.registry().reregister(stream, t, both).is_ok()
 }
 
 /// A single `write` through a shared reference (both stream types allow `&S: Write`).

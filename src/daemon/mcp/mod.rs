@@ -110,6 +110,7 @@ pub fn handle(
 pub struct Pending {
     plan: rpc::Plan,
     json: bool,
+    events: bool,
 }
 
 /// What [`start`] made of a POST body.
@@ -136,7 +137,8 @@ pub fn start(
     if sends.is_empty() {
         Started::Done(respond(plan.finish(Vec::new()), json))
     } else {
-        Started::Sends(Pending { plan, json }, sends)
+        let events = takes_events(headers.accept);
+        Started::Sends(Pending { plan, json, events }, sends)
     }
 }
 
@@ -144,6 +146,25 @@ impl Pending {
     /// The complete answer, given each send's outcome in the order [`start`] listed them.
     pub fn finish(self, outcomes: Vec<SendOutcome>) -> McpResponse {
         respond(self.plan.finish(outcomes), self.json)
+    }
+
+    /// Whether the client's `Accept` lists `text/event-stream` ([`takes_events`]): its
+    /// answer may be held as an event stream whose head goes out before the sends are done
+    /// (streamable HTTP lets a POST be answered so; see `daemon::http::listen`,
+    /// `HOLD_AS_EVENTS_AFTER`).
+    pub fn takes_events(&self) -> bool {
+        self.events
+    }
+
+    /// The answer as the one SSE event that ends an event stream whose head (status 200,
+    /// `text/event-stream`) was sent already: `event: message\ndata: <JSON-RPC answer>\n\n`
+    /// (empty when there is nothing to answer, which a body with sends never is). A body
+    /// with sends is always answered 200, so the early head never disagrees with it.
+    pub fn finish_as_event(self, outcomes: Vec<SendOutcome>) -> Vec<u8> {
+        match self.plan.finish(outcomes) {
+            (_, Some(value)) => encode(200, &value, false).body,
+            (_, None) => Vec::new(),
+        }
     }
 }
 
@@ -173,6 +194,18 @@ fn encode(status: u16, value: &Value, json: bool) -> McpResponse {
             body: format!("event: message\ndata: {text}\n\n").into_bytes(),
         }
     }
+}
+
+/// True when an `Accept` header value lists `text/event-stream` itself (parameters ignored):
+/// the client reads an SSE answer. A wildcard (`*/*`, `text/*`) does not count: a client that
+/// names no stream (curl, say) keeps a plain JSON answer.
+pub fn takes_events(accept: Option<&str>) -> bool {
+    accept.is_some_and(|accept| {
+        accept.split(',').any(|range| {
+            let media = range.split(';').next().unwrap_or("").trim();
+            media.eq_ignore_ascii_case(EVENT_STREAM)
+        })
+    })
 }
 
 /// True when an `Accept` header value lets us answer with `application/json`: absent or blank,

@@ -399,6 +399,13 @@ fn accept_header_choices() {
     assert!(wants_json(Some("*/*")));
     assert!(!wants_json(Some("text/event-stream")));
     assert!(!wants_json(Some("text/html, application/jsonx")));
+    // Whether a slow answer may be held as an event stream: only when the stream is named.
+    assert!(takes_events(Some("application/json, text/event-stream")));
+    assert!(takes_events(Some("Text/Event-Stream;q=0.5")));
+    assert!(!takes_events(Some("application/json")));
+    assert!(!takes_events(Some("*/*")));
+    assert!(!takes_events(Some("text/*")));
+    assert!(!takes_events(None));
 }
 
 /// A modern (2026-07-28) request: its version in `_meta`, the headers that mirror the body.

@@ -539,3 +539,104 @@ fn the_answer_carries_the_daemon_s_time_in_server_timing() {
     assert!((200.0..2000.0).contains(&ms), "{timing}");
     srv.shutdown();
 }
+
+/// A backend that keeps every send it is given, unanswered, with its `gone` flag.
+#[derive(Default)]
+struct Parked(
+    std::sync::Mutex<
+        Vec<(
+            Arc<std::sync::atomic::AtomicBool>,
+            crate::daemon::mcp::SendDone,
+        )>,
+    >,
+);
+
+impl crate::daemon::mcp::Backend for Parked {
+    fn send_to_peer(
+        &self,
+        _: CallerCreds,
+        _: crate::daemon::mcp::SendArgs,
+    ) -> crate::daemon::mcp::SendOutcome {
+        unreachable!("the acceptor submits")
+    }
+    fn submit(
+        &self,
+        _: CallerCreds,
+        _: crate::daemon::mcp::SendArgs,
+        gone: Arc<std::sync::atomic::AtomicBool>,
+        done: crate::daemon::mcp::SendDone,
+    ) {
+        self.0.lock().unwrap().push((gone, done));
+    }
+}
+
+/// Issue 27: a send held past `HOLD_AS_EVENTS_AFTER` becomes an event stream (head and a
+/// comment), and its client hanging up then still abandons the send (`gone`); its outcome
+/// coming later is dropped and the server goes on serving.
+#[test]
+fn a_held_event_stream_whose_client_hangs_up_abandons_its_send() {
+    use std::io::{BufRead, BufReader, Write};
+    let parked = Arc::new(Parked::default());
+    let backend: Arc<dyn crate::daemon::mcp::Backend> = parked.clone();
+    let mut srv = start(HttpConfig::new(0, None), backend, None).unwrap();
+    let port = srv.port();
+    let host = format!("127.0.0.1:{port}");
+    let headers = [
+        ("Host", host.as_str()),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let sent = Instant::now();
+    s.write_all(&raw(
+        "POST",
+        "/mcp",
+        &headers,
+        &send_call(1, "bob").to_string(),
+    ))
+    .unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    let mut head = String::new();
+    while !head.ends_with("\r\n\r\n") {
+        assert!(r.read_line(&mut head).unwrap() > 0, "closed: {head:?}");
+    }
+    let at = sent.elapsed();
+    assert!(
+        at >= listen::HOLD_AS_EVENTS_AFTER
+            && at < listen::HOLD_AS_EVENTS_AFTER + Duration::from_secs(2),
+        "{at:?}"
+    );
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert!(
+        head.contains("Content-Type: text/event-stream\r\n"),
+        "{head}"
+    );
+    let mut comment = String::new();
+    r.read_line(&mut comment).unwrap();
+    assert_eq!(comment, ": keep-alive\n");
+    let (gone, done) = parked
+        .0
+        .lock()
+        .unwrap()
+        .pop()
+        .expect("the send was submitted");
+    assert!(!gone.load(Ordering::SeqCst));
+    drop(r);
+    drop(s);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !gone.load(Ordering::SeqCst) && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        gone.load(Ordering::SeqCst),
+        "the hang-up abandoned the send"
+    );
+    done(Err(crate::protocol::Failure::new(
+        crate::protocol::Code::Offline,
+        "too late",
+    )));
+    let r = mcp_post(port, &[], &json!({"jsonrpc":"2.0","id":3,"method":"ping"}));
+    assert_eq!(r.status, 200);
+    srv.shutdown();
+}
