@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::markers::{Flag, Markers};
 use crate::runtime::WakeMode;
 use crate::session::handle::SessionStatus;
 
@@ -20,26 +21,48 @@ pub enum ModeRequest {
     Restart,
 }
 
+/// What a peer's lifecycle markers say about its previous conversation (spec 05 §2 step 6,
+/// §3), read in one place ([`PeerMarkers::read`]) for the launch plan and the fresh/resume
+/// rules.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PeerMarkers {
+    /// `.fresh-next` is set (from `refresh`).
+    pub fresh_next: bool,
+    /// `.idle-reaped` is set (the last session ended by idle sleep or shutdown).
+    pub idle_reaped: bool,
+    /// The topics of the previous conversation (`.topic`).
+    pub topics: Vec<String>,
+    /// The previous conversation's recorded id (`.conversation`, issue 32).
+    pub conversation: Option<String>,
+}
+
+impl PeerMarkers {
+    /// Read `.fresh-next`, `.idle-reaped`, `.topic` and `.conversation` of `m`'s identity
+    /// (absent or unreadable: not set, no topics, no conversation).
+    pub fn read(m: &Markers) -> PeerMarkers {
+        PeerMarkers {
+            fresh_next: m.is_set(Flag::FreshNext),
+            idle_reaped: m.is_set(Flag::IdleReaped),
+            topics: m.topics(),
+            conversation: m.conversation(),
+        }
+    }
+}
+
 /// The facts the fresh/resume rules read.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct WakeFacts {
-    /// `.fresh-next` is set (from `refresh`).
-    pub fresh_next: bool,
+    /// The peer's markers.
+    pub markers: PeerMarkers,
     /// The peer is ephemeral.
     pub ephemeral: bool,
-    /// `.idle-reaped` is set (the last session ended by idle sleep or shutdown).
-    pub idle_reaped: bool,
     /// The profile has `interfaces.telegram` (a human talks to this peer).
     pub human_facing: bool,
     /// The waking message's topic.
     pub topic: Option<String>,
-    /// The topics of the previous conversation (`.topic`).
-    pub topics: Vec<String>,
     /// The runtime names its conversations ([`crate::adapter::ConversationNaming`]): a resume
-    /// needs [`WakeFacts::conversation`].
+    /// needs [`PeerMarkers::conversation`].
     pub named: bool,
-    /// The previous conversation's recorded id (`.conversation`, issue 32).
-    pub conversation: Option<String>,
 }
 
 /// The outcome of the fresh/resume rules.
@@ -62,7 +85,7 @@ pub struct WakeDecision {
 /// no-recorded-conversation`). An explicit resume (`attach`) is left to fail loudly.
 pub fn decide_mode(req: ModeRequest, f: &WakeFacts) -> WakeDecision {
     let d = by_rules(req, f);
-    let unnamed = f.named && f.conversation.is_none();
+    let unnamed = f.named && f.markers.conversation.is_none();
     if d.mode == WakeMode::Resume && req == ModeRequest::Auto && unnamed {
         return WakeDecision {
             mode: WakeMode::Fresh,
@@ -75,6 +98,7 @@ pub fn decide_mode(req: ModeRequest, f: &WakeFacts) -> WakeDecision {
 
 /// Spec 05 §2 step 6's rules as written.
 fn by_rules(req: ModeRequest, f: &WakeFacts) -> WakeDecision {
+    let m = &f.markers;
     let d = |mode, cause, fresh_next, idle| WakeDecision {
         mode,
         cause,
@@ -86,28 +110,28 @@ fn by_rules(req: ModeRequest, f: &WakeFacts) -> WakeDecision {
             return d(
                 WakeMode::Fresh,
                 "explicit-fresh",
-                f.fresh_next,
-                f.idle_reaped,
+                m.fresh_next,
+                m.idle_reaped,
             )
         }
-        ModeRequest::Resume => return d(WakeMode::Resume, "explicit-resume", false, f.idle_reaped),
+        ModeRequest::Resume => return d(WakeMode::Resume, "explicit-resume", false, m.idle_reaped),
         ModeRequest::Restart => return restart_rule(f),
         ModeRequest::Auto => {}
     }
-    if f.fresh_next {
-        return d(WakeMode::Fresh, "fresh-next", true, f.idle_reaped);
+    if m.fresh_next {
+        return d(WakeMode::Fresh, "fresh-next", true, m.idle_reaped);
     }
     if f.ephemeral {
         return d(WakeMode::Fresh, "ephemeral", false, false);
     }
-    if !f.idle_reaped {
+    if !m.idle_reaped {
         return d(WakeMode::Fresh, "not-idle-reaped", false, false);
     }
     if f.human_facing {
         return d(WakeMode::Resume, "human-facing", false, true);
     }
     match f.topic.as_deref() {
-        Some(t) if f.topics.iter().any(|x| x == t) => {
+        Some(t) if m.topics.iter().any(|x| x == t) => {
             d(WakeMode::Resume, "topic-match", false, true)
         }
         Some(_) => d(WakeMode::Fresh, "new-topic", false, true),
@@ -120,11 +144,12 @@ fn by_rules(req: ModeRequest, f: &WakeFacts) -> WakeDecision {
 /// name its conversations, or none recorded yet) the peer starts fresh — never the folder's
 /// newest conversation, which may be a person's (issue 32 item 1).
 fn restart_rule(f: &WakeFacts) -> WakeDecision {
-    let (mode, cause, fresh_next) = if f.fresh_next {
+    let m = &f.markers;
+    let (mode, cause, fresh_next) = if m.fresh_next {
         (WakeMode::Fresh, "fresh-next", true)
     } else if f.ephemeral {
         (WakeMode::Fresh, "ephemeral", false)
-    } else if f.named && f.conversation.is_some() {
+    } else if f.named && m.conversation.is_some() {
         (WakeMode::Resume, "restart", false)
     } else {
         (WakeMode::Fresh, "restart-without-conversation", false)
@@ -133,7 +158,7 @@ fn restart_rule(f: &WakeFacts) -> WakeDecision {
         mode,
         cause,
         consume_fresh_next: fresh_next,
-        consume_idle_reaped: f.idle_reaped,
+        consume_idle_reaped: m.idle_reaped,
     }
 }
 
@@ -243,6 +268,19 @@ mod tests {
         WakeFacts::default()
     }
 
+    /// Default facts but for the markers.
+    fn marked(markers: PeerMarkers) -> WakeFacts {
+        WakeFacts { markers, ..facts() }
+    }
+
+    /// `.idle-reaped` set, nothing else.
+    fn reaped() -> PeerMarkers {
+        PeerMarkers {
+            idle_reaped: true,
+            ..PeerMarkers::default()
+        }
+    }
+
     #[test]
     fn restart_continues_only_the_recorded_conversation() {
         let restart = |f: &WakeFacts| {
@@ -251,12 +289,14 @@ mod tests {
         };
         let recorded = WakeFacts {
             named: true,
-            conversation: Some("0b8a5c2e".into()),
-            ..facts()
+            ..marked(PeerMarkers {
+                conversation: Some("0b8a5c2e".into()),
+                ..PeerMarkers::default()
+            })
         };
         assert_eq!(restart(&recorded), (WakeMode::Resume, "restart", false));
         // Not reaped by idle sleep, no topic: a message would start fresh; restart does not.
-        assert!(!recorded.idle_reaped && recorded.topic.is_none());
+        assert!(!recorded.markers.idle_reaped && recorded.topic.is_none());
         let none = WakeFacts {
             named: true,
             ..facts()
@@ -268,10 +308,8 @@ mod tests {
         // A runtime that does not name its conversations: the folder's newest may be a
         // person's, so fresh.
         assert_eq!(restart(&facts()).0, WakeMode::Fresh);
-        let refreshed = WakeFacts {
-            fresh_next: true,
-            ..recorded.clone()
-        };
+        let mut refreshed = recorded.clone();
+        refreshed.markers.fresh_next = true;
         assert_eq!(restart(&refreshed), (WakeMode::Fresh, "fresh-next", true));
         let ephemeral = WakeFacts {
             ephemeral: true,
@@ -291,52 +329,46 @@ mod tests {
             decide_mode(ModeRequest::Resume, &facts()).mode,
             WakeMode::Resume
         );
-        let d = auto(&WakeFacts {
+        let d = auto(&marked(PeerMarkers {
             fresh_next: true,
-            idle_reaped: true,
-            ..facts()
-        });
+            ..reaped()
+        }));
         assert_eq!(
             (d.mode, d.cause, d.consume_fresh_next, d.consume_idle_reaped),
             (WakeMode::Fresh, "fresh-next", true, true)
         );
         let d = auto(&WakeFacts {
             ephemeral: true,
-            idle_reaped: true,
-            ..facts()
+            ..marked(reaped())
         });
         assert_eq!((d.mode, d.cause), (WakeMode::Fresh, "ephemeral"));
         let d = auto(&facts());
         assert_eq!((d.mode, d.cause), (WakeMode::Fresh, "not-idle-reaped"));
         let d = auto(&WakeFacts {
-            idle_reaped: true,
             human_facing: true,
-            ..facts()
+            ..marked(reaped())
         });
         assert_eq!((d.mode, d.consume_idle_reaped), (WakeMode::Resume, true));
-        let topics = vec!["t1".to_string(), "t2".to_string()];
+        let topics = marked(PeerMarkers {
+            topics: vec!["t1".to_string(), "t2".to_string()],
+            ..reaped()
+        });
         let d = auto(&WakeFacts {
-            idle_reaped: true,
             topic: Some("t1".into()),
-            topics: topics.clone(),
-            ..facts()
+            ..topics.clone()
         });
         assert_eq!((d.mode, d.cause), (WakeMode::Resume, "topic-match"));
         let d = auto(&WakeFacts {
-            idle_reaped: true,
             topic: Some("t9".into()),
-            topics: topics.clone(),
-            ..facts()
+            ..topics.clone()
         });
         assert_eq!(
             (d.mode, d.cause, d.consume_idle_reaped),
             (WakeMode::Fresh, "new-topic", true)
         );
         let d = auto(&WakeFacts {
-            idle_reaped: true,
             topic: None,
-            topics,
-            ..facts()
+            ..topics
         });
         assert_eq!((d.mode, d.cause), (WakeMode::Fresh, "no-topic"));
     }
@@ -344,21 +376,20 @@ mod tests {
     #[test]
     fn a_named_runtime_resumes_only_a_recorded_conversation() {
         let topic_match = WakeFacts {
-            idle_reaped: true,
             topic: Some("t1".into()),
-            topics: vec!["t1".into()],
             named: true,
-            ..facts()
+            ..marked(PeerMarkers {
+                topics: vec!["t1".into()],
+                ..reaped()
+            })
         };
         let d = decide_mode(ModeRequest::Auto, &topic_match);
         assert_eq!(
             (d.mode, d.cause, d.consume_idle_reaped),
             (WakeMode::Fresh, "no-recorded-conversation", true)
         );
-        let recorded = WakeFacts {
-            conversation: Some("3f2c1a5e-1111-4222-8333-444455556666".into()),
-            ..topic_match.clone()
-        };
+        let mut recorded = topic_match.clone();
+        recorded.markers.conversation = Some("3f2c1a5e-1111-4222-8333-444455556666".into());
         let d = decide_mode(ModeRequest::Auto, &recorded);
         assert_eq!((d.mode, d.cause), (WakeMode::Resume, "topic-match"));
         let human = WakeFacts {

@@ -309,22 +309,23 @@ fn ending_session_takes_nothing() {
 /// step 6 in order: `daemon::lifecycle` tests `fresh_or_resume_rules_in_order`.)
 #[test]
 fn idle_reaped_agent_resumes_only_on_a_known_topic() {
-    use crate::daemon::lifecycle::{decide_mode, WakeFacts};
+    use crate::daemon::lifecycle::{decide_mode, PeerMarkers, WakeFacts};
     use crate::runtime::WakeMode;
     let facts = |topic: Option<&str>| WakeFacts {
-        idle_reaped: true,
+        markers: PeerMarkers {
+            idle_reaped: true,
+            topics: vec!["deploy".into(), "billing".into()],
+            ..PeerMarkers::default()
+        },
         topic: topic.map(str::to_string),
-        topics: vec!["deploy".into(), "billing".into()],
         ..WakeFacts::default()
     };
     let mode = |topic| decide_mode(ModeRequest::Auto, &facts(topic)).mode;
     assert_eq!(mode(Some("billing")), WakeMode::Resume);
     assert_eq!(mode(Some("lunch")), WakeMode::Fresh);
     assert_eq!(mode(None), WakeMode::Fresh);
-    let not_reaped = WakeFacts {
-        idle_reaped: false,
-        ..facts(Some("billing"))
-    };
+    let mut not_reaped = facts(Some("billing"));
+    not_reaped.markers.idle_reaped = false;
     assert_eq!(
         decide_mode(ModeRequest::Auto, &not_reaped).mode,
         WakeMode::Fresh,

@@ -15,7 +15,7 @@ use super::sess_state::SessState;
 use super::state::{Early, Launching, WakeLine};
 use super::{logged, Router, RouterMsg, Sess};
 use crate::config::Config;
-use crate::daemon::lifecycle::{ModeRequest, WakeDecision};
+use crate::daemon::lifecycle::{ModeRequest, PeerMarkers, WakeDecision};
 use crate::daemon::route::{stopped_refusal, Refusal};
 use crate::eventbus::TappedLog;
 use crate::eventlog::Event;
@@ -257,8 +257,11 @@ impl Router {
         let facts = self.launch_facts(ident, mode_req, topic, &registry, &adapter);
         let choice = launch_plan::plan(&facts, &self.cfg, self.now)?;
         let adapter = adapter.map_err(|e| offline(p, e))?;
-        let conversation =
-            launch_conversation(choice.mode, adapter.conversation_naming(), facts.recorded);
+        let conversation = launch_conversation(
+            choice.mode,
+            adapter.conversation_naming(),
+            facts.markers.conversation,
+        );
         let first = choice.first.and_then(|(id, seed)| {
             match self.queues.head(ident) {
                 // Only agents get a first delivery: `j.kind` is `Agent` here.
@@ -313,11 +316,8 @@ impl Router {
                 .map(|a| (a.kind(), a.conversation_naming()))
                 .map_err(ToString::to_string),
             stopped: markers.is_set(Flag::Stopped),
-            fresh_next: markers.is_set(Flag::FreshNext),
-            idle_reaped: markers.is_set(Flag::IdleReaped),
             deaths_ms: markers.deaths(),
-            topics: markers.topics(),
-            recorded: markers.conversation(),
+            markers: PeerMarkers::read(&markers),
             folder_exists: peer.as_ref().is_some_and(|peer| peer.cwd.is_dir()),
             ephemeral: profile.as_ref().is_some_and(Profile::is_ephemeral),
             gated: profile.as_ref().is_some_and(Profile::is_gated),

@@ -9,7 +9,7 @@ use super::decide::crash_looping;
 use super::launch::offline;
 use super::now::Now;
 use crate::config::Config;
-use crate::daemon::lifecycle::{decide_mode, ModeRequest, WakeDecision, WakeFacts};
+use crate::daemon::lifecycle::{decide_mode, ModeRequest, PeerMarkers, WakeDecision, WakeFacts};
 use crate::daemon::route::{stopped_refusal, undeclared_runtime_refusal, Refusal};
 use crate::names::Identity;
 use crate::protocol::Code;
@@ -28,14 +28,10 @@ pub(crate) struct LaunchFacts {
     pub peer: Option<RegistryPeer>,
     /// The runtime's kind and conversation naming, or why its adapter cannot be used.
     pub runtime: Result<(RuntimeKind, ConversationNaming), String>,
-    /// Markers: `stopped`, `fresh-next`, `idle-reaped`, the deaths (epoch ms), the topics
-    /// and the recorded conversation.
+    /// Markers: `stopped` and the deaths (epoch ms), then those the fresh/resume rules read.
     pub stopped: bool,
-    pub fresh_next: bool,
-    pub idle_reaped: bool,
     pub deaths_ms: Vec<u64>,
-    pub topics: Vec<String>,
-    pub recorded: Option<String>,
+    pub markers: PeerMarkers,
     /// The peer's working folder exists.
     pub folder_exists: bool,
     /// From the peer's profile: an ephemeral worker, a gated agent, its initial prompt.
@@ -123,18 +119,15 @@ pub(crate) fn plan(f: &LaunchFacts, cfg: &Config, now: Now) -> Result<LaunchChoi
     let ephemeral = agent && f.ephemeral;
     let decision = agent.then(|| {
         let facts = WakeFacts {
-            fresh_next: f.fresh_next,
+            markers: f.markers.clone(),
             ephemeral,
-            idle_reaped: f.idle_reaped,
             human_facing: peer.telegram_bot().is_some()
                 || peer
                     .interfaces
                     .as_ref()
                     .is_some_and(|i| i.contains_key("telegram")),
             topic: f.topic.clone(),
-            topics: f.topics.clone(),
             named: naming != ConversationNaming::Folder,
-            conversation: f.recorded.clone(),
         };
         decide_mode(f.mode_req, &facts)
     });

@@ -29,16 +29,22 @@ fn facts() -> LaunchFacts {
         peer: Some(peer(&["claude"], "artificial")),
         runtime: Ok((RuntimeKind::Agent, ConversationNaming::Chosen)),
         stopped: false,
-        fresh_next: false,
-        idle_reaped: false,
         deaths_ms: Vec::new(),
-        topics: Vec::new(),
-        recorded: None,
+        markers: PeerMarkers::default(),
         folder_exists: true,
         ephemeral: false,
         gated: false,
         initial_prompt: Some("You are bob.".into()),
         head_send: None,
+    }
+}
+
+/// `.idle-reaped` set and conversation `id` recorded.
+fn recorded(id: &str) -> PeerMarkers {
+    PeerMarkers {
+        idle_reaped: true,
+        conversation: Some(id.into()),
+        ..PeerMarkers::default()
     }
 }
 
@@ -187,10 +193,11 @@ fn a_fresh_agent_launch_carries_the_head_with_the_initial_prompt() {
 fn a_resumed_agent_gets_no_seed_before_its_first_message() {
     let c = plan(
         &LaunchFacts {
-            idle_reaped: true,
             topic: Some("t1".into()),
-            topics: vec!["t1".into()],
-            recorded: Some("conv-1".into()),
+            markers: PeerMarkers {
+                topics: vec!["t1".into()],
+                ..recorded("conv-1")
+            },
             head_send: Some(7),
             ..facts()
         },
@@ -227,8 +234,7 @@ fn an_ephemeral_agent_starts_fresh() {
     let c = plan(
         &LaunchFacts {
             ephemeral: true,
-            idle_reaped: true,
-            recorded: Some("conv-1".into()),
+            markers: recorded("conv-1"),
             ..facts()
         },
         &cfg(),

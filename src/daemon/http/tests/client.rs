@@ -73,13 +73,70 @@ impl Backend for Threaded {
     }
 }
 
-pub fn server_with(cfg: HttpConfig, rec: &Arc<Rec>) -> HttpServerHandle {
-    let backend: Arc<dyn Backend> = Arc::new(Threaded(Arc::clone(rec)));
-    start(cfg, backend, None).unwrap()
+/// A server on a free loopback port, answering through a recording backend: what each test
+/// starts from. Dropping it shuts the server down.
+pub struct Served {
+    pub rec: Arc<Rec>,
+    pub srv: HttpServerHandle,
+    pub port: u16,
+    /// `127.0.0.1:<port>`: the Host a local client sends.
+    pub host: String,
 }
 
-pub fn server(bearer: Option<&str>, rec: &Arc<Rec>) -> HttpServerHandle {
-    server_with(HttpConfig::new(0, bearer.map(str::to_owned)), rec)
+impl Served {
+    /// No bearer; a backend that answers at once.
+    pub fn start() -> Served {
+        Served::over(Rec::new(0, None))
+    }
+
+    /// No bearer; answering through `rec` (slow or failing).
+    pub fn over(rec: Arc<Rec>) -> Served {
+        Served::start_with(rec, HttpConfig::new(0, None))
+    }
+
+    /// `cfg`, answering through `rec` as the router does (the outcome from another thread).
+    pub fn start_with(rec: Arc<Rec>, cfg: HttpConfig) -> Served {
+        let backend: Arc<dyn Backend> = Arc::new(Threaded(Arc::clone(&rec)));
+        let srv = start(cfg, backend, None).unwrap();
+        let port = srv.port();
+        Served {
+            rec,
+            srv,
+            port,
+            host: format!("127.0.0.1:{port}"),
+        }
+    }
+
+    /// Raw bytes in, one answer out.
+    pub fn send(&self, bytes: &[u8]) -> Resp {
+        exchange(self.port, bytes)
+    }
+
+    /// A [`raw`] request.
+    pub fn request(
+        &self,
+        method: &str,
+        target: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Resp {
+        self.send(&raw(method, target, headers, body))
+    }
+
+    /// A bodiless request with only the Host header.
+    pub fn bare(&self, method: &str, target: &str) -> Resp {
+        self.request(method, target, &[("Host", &self.host)], "")
+    }
+
+    /// A normal MCP POST ([`mcp_post`]).
+    pub fn post(&self, extra: &[(&str, &str)], body: &Value) -> Resp {
+        mcp_post(self.port, extra, body)
+    }
+
+    /// A JSON-RPC `ping` numbered `id`.
+    pub fn ping(&self, id: u64) -> Resp {
+        self.post(&[], &json!({"jsonrpc":"2.0","id":id,"method":"ping"}))
+    }
 }
 
 pub struct Resp {

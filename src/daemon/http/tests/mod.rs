@@ -18,13 +18,10 @@ use client::*;
 
 #[test]
 fn initialize_list_and_call_happy_path() {
-    let rec = Rec::new(0, None);
-    let mut srv = server(None, &rec);
-    let port = srv.port();
-    assert_ne!(port, 0);
+    let s = Served::start();
+    assert_ne!(s.port, 0);
 
-    let r = mcp_post(
-        port,
+    let r = s.post(
         &[],
         &json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26"}}),
     );
@@ -33,15 +30,10 @@ fn initialize_list_and_call_happy_path() {
     assert_eq!(r.json()["result"]["protocolVersion"], "2025-03-26");
     assert!(r.header("access-control-allow-origin").is_none());
 
-    let r = mcp_post(
-        port,
-        &[],
-        &json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}),
-    );
+    let r = s.post(&[], &json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}));
     assert_eq!(r.json()["result"]["tools"][0]["name"], "send_to_peer");
 
-    let r = mcp_post(
-        port,
+    let r = s.post(
         &[
             ("x-iapeer-IDENTITY", "  claude-alice  "),
             ("Authorization", "Bearer sess-1"),
@@ -55,32 +47,28 @@ fn initialize_list_and_call_happy_path() {
         v["result"]["structuredContent"]["delivered_to"]["personality"],
         "boris"
     );
-    let calls = rec.calls();
+    let calls = s.rec.calls();
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].0.identity_header.as_deref(), Some("claude-alice"));
     assert_eq!(calls[0].0.session_token.as_deref(), Some("sess-1"));
-    srv.shutdown();
 }
 
 #[test]
 fn protocol_level_answers_over_http() {
-    let rec = Rec::new(0, None);
-    let mut srv = server(None, &rec);
-    let port = srv.port();
-    let host = format!("127.0.0.1:{port}");
+    let s = Served::start();
     let h = [
-        ("Host", host.as_str()),
+        ("Host", s.host.as_str()),
         ("Content-Type", "application/json"),
     ];
 
-    let r = exchange(port, &raw("POST", "/mcp", &h, "{oops"));
+    let r = s.request("POST", "/mcp", &h, "{oops");
     assert_eq!(
         (r.status, r.json()["error"]["code"].clone()),
         (400, json!(-32700))
     );
 
     let batch = json!([{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":2,"method":"ping"}]);
-    let r = mcp_post(port, &[], &batch);
+    let r = s.post(&[], &batch);
     let ids: Vec<Value> = r
         .json()
         .as_array()
@@ -90,25 +78,21 @@ fn protocol_level_answers_over_http() {
         .collect();
     assert_eq!(ids, vec![json!(1), json!(2)]);
 
-    let r = mcp_post(
-        port,
+    let r = s.post(
         &[],
         &json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
     );
     assert_eq!((r.status, r.body.len()), (202, 0));
 
-    let r = exchange(
-        port,
-        &raw(
-            "POST",
-            "/mcp",
-            &[
-                ("Host", &host),
-                ("Accept", "text/event-stream"),
-                ("Content-Type", "application/json"),
-            ],
-            r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#,
-        ),
+    let r = s.request(
+        "POST",
+        "/mcp",
+        &[
+            ("Host", &s.host),
+            ("Accept", "text/event-stream"),
+            ("Content-Type", "application/json"),
+        ],
+        r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#,
     );
     assert_eq!(r.header("content-type"), Some("text/event-stream"));
     let text = String::from_utf8(r.body).unwrap();
@@ -116,50 +100,43 @@ fn protocol_level_answers_over_http() {
         text.starts_with("event: message\ndata: {") && text.ends_with("}\n\n"),
         "{text:?}"
     );
-    srv.shutdown();
 }
 
 #[test]
 fn backend_error_becomes_tool_error() {
-    let rec = Rec::new(
+    let s = Served::over(Rec::new(
         0,
         Some("peer \"zed\" is not in the iapeer peers index; message NOT delivered"),
-    );
-    let mut srv = server(None, &rec);
-    let r = mcp_post(srv.port(), &[], &send_call(1, "zed"));
+    ));
+    let r = s.post(&[], &send_call(1, "zed"));
     let v = r.json();
     assert_eq!(r.status, 200);
     assert_eq!(v["result"]["isError"], true);
-    assert_eq!(v["result"]["content"][0]["text"], rec.fail.clone().unwrap());
-    srv.shutdown();
+    assert_eq!(
+        v["result"]["content"][0]["text"],
+        s.rec.fail.clone().unwrap()
+    );
 }
 
 #[test]
 fn content_type_and_method_checks() {
-    let rec = Rec::new(0, None);
-    let mut srv = server(None, &rec);
-    let port = srv.port();
-    let host = format!("127.0.0.1:{port}");
+    let s = Served::start();
     let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
     for (ct, status) in [
         (Some("text/plain"), 415),
         (None, 415),
         (Some("Application/JSON; charset=utf-8"), 200),
     ] {
-        let mut h = vec![("Host", host.as_str())];
+        let mut h = vec![("Host", s.host.as_str())];
         h.extend(ct.map(|c| ("Content-Type", c)));
-        assert_eq!(
-            exchange(port, &raw("POST", "/mcp", &h, ping)).status,
-            status,
-            "{ct:?}"
-        );
+        assert_eq!(s.request("POST", "/mcp", &h, ping).status, status, "{ct:?}");
     }
     for method in ["GET", "DELETE"] {
-        let r = exchange(port, &raw(method, "/mcp", &[("Host", &host)], ""));
+        let r = s.bare(method, "/mcp");
         assert_eq!((r.status, r.header("allow")), (405, Some("POST")));
     }
     for path in ["/other", "/mcpx"] {
-        let r = exchange(port, &raw("GET", path, &[("Host", &host)], ""));
+        let r = s.bare("GET", path);
         assert_eq!(
             (r.status, r.json()),
             (404, json!({"error":"not found"})),
@@ -168,7 +145,7 @@ fn content_type_and_method_checks() {
     }
     // The front door says what the port is and how to open the page (issue 30 item 6).
     for target in ["/", "/?x=1"] {
-        let r = exchange(port, &raw("GET", target, &[("Host", &host)], ""));
+        let r = s.bare("GET", target);
         assert_eq!(r.status, 404, "{target}");
         let error = r.json()["error"].as_str().unwrap().to_string();
         assert!(
@@ -178,21 +155,19 @@ fn content_type_and_method_checks() {
     }
     // `/fleet` asks for its token first, served or not: whoever lacks it learns nothing.
     for path in ["/fleet", "/fleet/v1/send"] {
-        let r = exchange(port, &raw("GET", path, &[("Host", &host)], ""));
+        let r = s.bare("GET", path);
         assert_eq!(r.status, 401, "{path}");
     }
-    assert!(rec.calls().is_empty());
-    srv.shutdown();
+    assert!(s.rec.calls().is_empty());
 }
 
 #[test]
 fn host_and_origin_checks() {
-    let rec = Rec::new(0, None);
-    let mut srv = server(None, &rec);
-    let port = srv.port();
+    let s = Served::start();
     let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
     let ct = ("Content-Type", "application/json");
-    let (good_host, localhost) = (format!("127.0.0.1:{port}"), format!("localhost:{port}"));
+    let port = s.port;
+    let (good_host, localhost) = (s.host.clone(), format!("localhost:{port}"));
     let (good_origin, evil_port) = (
         format!("http://localhost:{port}"),
         format!("http://127.0.0.1:{}", port.wrapping_add(1)),
@@ -214,39 +189,30 @@ fn host_and_origin_checks() {
         ),
     ];
     for (headers, status) in cases {
-        let r = exchange(port, &raw("POST", "/mcp", &headers, ping));
+        let r = s.request("POST", "/mcp", &headers, ping);
         assert_eq!(r.status, status, "{headers:?}");
         assert!(r.header("access-control-allow-origin").is_none());
     }
     // Absolute-form targets: normalised, and their authority is checked like Host.
-    let ok = exchange(
-        port,
-        &raw(
-            "POST",
-            &format!("http://127.0.0.1:{port}/mcp"),
-            &[("Host", &good_host), ct],
-            ping,
-        ),
+    let ok = s.request(
+        "POST",
+        &format!("http://{good_host}/mcp"),
+        &[("Host", &good_host), ct],
+        ping,
     );
     assert_eq!((ok.status, ok.json()["result"].clone()), (200, json!({})));
-    let bad = exchange(
-        port,
-        &raw(
-            "POST",
-            "http://evil.example/mcp",
-            &[("Host", &good_host), ct],
-            ping,
-        ),
+    let bad = s.request(
+        "POST",
+        "http://evil.example/mcp",
+        &[("Host", &good_host), ct],
+        ping,
     );
     assert_eq!(bad.status, 403);
-    srv.shutdown();
 }
 
 #[test]
 fn bearer_gate() {
-    let rec = Rec::new(0, None);
-    let mut srv = server(Some("s3cret"), &rec);
-    let port = srv.port();
+    let s = Served::start_with(Rec::new(0, None), HttpConfig::new(0, Some("s3cret".into())));
     for auth in [
         None,
         Some("Bearer wrong"),
@@ -254,17 +220,12 @@ fn bearer_gate() {
         Some("Basic s3cret"),
     ] {
         let extra: Vec<(&str, &str)> = auth.map(|a| ("Authorization", a)).into_iter().collect();
-        let r = mcp_post(
-            port,
-            &extra,
-            &json!({"jsonrpc":"2.0","id":1,"method":"ping"}),
-        );
+        let r = s.post(&extra, &json!({"jsonrpc":"2.0","id":1,"method":"ping"}));
         assert_eq!(r.status, 401, "{auth:?}");
         assert_eq!(r.header("www-authenticate"), Some("Bearer"));
         assert_eq!(r.body, UNAUTHORIZED_BODY.as_bytes());
     }
-    let r = mcp_post(
-        port,
+    let r = s.post(
         &[
             ("authorization", "bearer s3cret"),
             ("X-IAPeer-Token", " sess-9 "),
@@ -273,7 +234,7 @@ fn bearer_gate() {
         &send_call(2, "alice"),
     );
     assert_eq!(r.status, 200);
-    let calls = rec.calls();
+    let calls = s.rec.calls();
     assert_eq!(calls.len(), 1);
     assert_eq!(
         calls[0].0,
@@ -282,53 +243,46 @@ fn bearer_gate() {
             session_token: Some("sess-9".into())
         }
     );
-    srv.shutdown();
 }
 
 #[test]
 fn oversized_body_is_413() {
-    let rec = Rec::new(0, None);
-    let mut srv = server(None, &rec);
-    let port = srv.port();
+    let mut s = Served::start();
     let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        s.host,
         MCP_BODY_LIMIT + 1
     );
-    let r = exchange(port, head.as_bytes());
+    let r = s.send(head.as_bytes());
     assert_eq!(r.status, 413);
-    srv.shutdown();
-    let mut srv = server_with(
+    s.srv.shutdown();
+    let f = Served::start_with(
+        Arc::clone(&s.rec),
         HttpConfig::new(0, None).with_fleet_token(Some("f".into())),
-        &rec,
     );
-    let port = srv.port();
     let fleet = |auth: &str| {
-        format!("POST /fleet/v1/send HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n", FLEET_BODY_LIMIT + 1)
+        format!("POST /fleet/v1/send HTTP/1.1\r\nHost: {}\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n", f.host, FLEET_BODY_LIMIT + 1)
     };
-    assert_eq!(exchange(port, fleet("").as_bytes()).status, 401);
+    assert_eq!(f.send(fleet("").as_bytes()).status, 401);
     let with_token = fleet("Authorization: Bearer f\r\n");
-    assert_eq!(exchange(port, with_token.as_bytes()).status, 413);
-    assert!(rec.calls().is_empty());
-    srv.shutdown();
+    assert_eq!(f.send(with_token.as_bytes()).status, 413);
+    assert!(s.rec.calls().is_empty());
 }
 
 /// Two requests in one write (pipelined): the first one's body is exactly its
 /// Content-Length bytes; the rest used to be parsed as part of it (`trailing characters`).
 #[test]
 fn a_body_is_its_content_length_not_what_follows_it() {
-    let rec = Rec::new(0, None);
-    let mut srv = server(None, &rec);
-    let port = srv.port();
-    let host = format!("127.0.0.1:{port}");
+    let s = Served::start();
     let ping = r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#;
     let headers = [
-        ("Host", host.as_str()),
+        ("Host", s.host.as_str()),
         ("Content-Type", "application/json"),
         ("Accept", "application/json, text/event-stream"),
     ];
     let mut both = raw("POST", "/mcp", &headers, ping);
     both.extend(raw("POST", "/mcp", &headers, ping));
-    let r = exchange(port, &both);
+    let r = s.send(&both);
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     assert_eq!(r.json()["id"], 7, "{}", String::from_utf8_lossy(&r.body));
     assert!(
@@ -336,14 +290,12 @@ fn a_body_is_its_content_length_not_what_follows_it() {
         "{}",
         String::from_utf8_lossy(&r.body)
     );
-    srv.shutdown();
 }
 
 #[test]
 fn fifty_concurrent_slow_calls_are_all_answered() {
-    let rec = Rec::new(200, None);
-    let mut srv = server(None, &rec);
-    let port = srv.port();
+    let s = Served::over(Rec::new(200, None));
+    let port = s.port;
     let started = Instant::now();
     let workers: Vec<_> = (0..50)
         .map(|i| thread::spawn(move || mcp_post(port, &[], &send_call(i, &format!("p{i}")))))
@@ -358,14 +310,13 @@ fn fifty_concurrent_slow_calls_are_all_answered() {
         .collect();
     ids.sort_unstable();
     assert_eq!(ids, (0..50).collect::<Vec<u64>>());
-    assert_eq!(rec.calls().len(), 50);
+    assert_eq!(s.rec.calls().len(), 50);
     // Serially this would take 10 s.
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "{:?}",
         started.elapsed()
     );
-    srv.shutdown();
 }
 
 /// Over `max_in_flight` waiting requests a send is answered 503 with `Retry-After`; a
@@ -373,27 +324,26 @@ fn fifty_concurrent_slow_calls_are_all_answered() {
 /// (within its grace) and closes the port.
 #[test]
 fn over_the_cap_is_503_and_shutdown_answers_what_is_in_flight() {
-    let rec = Rec::new(600, None);
-    let mut srv = server_with(
+    let mut s = Served::start_with(
+        Rec::new(600, None),
         HttpConfig {
             max_in_flight: 1,
             ..HttpConfig::new(0, None)
         },
-        &rec,
     );
-    let port = srv.port();
+    let port = s.port;
     let slow = thread::spawn(move || mcp_post(port, &[], &send_call(1, "bob")));
     let deadline = Instant::now() + Duration::from_secs(5);
-    while rec.entered.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+    while s.rec.entered.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
         thread::sleep(Duration::from_millis(10));
     }
-    assert_eq!(rec.entered.load(Ordering::SeqCst), 1);
-    let r = mcp_post(port, &[], &send_call(2, "carol"));
+    assert_eq!(s.rec.entered.load(Ordering::SeqCst), 1);
+    let r = s.post(&[], &send_call(2, "carol"));
     assert_eq!(r.status, 503);
     assert_eq!(r.header("retry-after"), Some("1"), "{:?}", r.headers);
-    let r = mcp_post(port, &[], &json!({"jsonrpc":"2.0","id":3,"method":"ping"}));
+    let r = s.ping(3);
     assert_eq!(r.status, 200, "a ping waits for no send");
-    srv.shutdown();
+    s.srv.shutdown();
     assert!(
         TcpStream::connect(("127.0.0.1", port)).is_err(),
         "the port is closed once shutdown returns"
@@ -401,27 +351,25 @@ fn over_the_cap_is_503_and_shutdown_answers_what_is_in_flight() {
     let answered = slow.join().unwrap();
     assert_eq!(answered.status, 200);
     assert_eq!(answered.json()["result"]["structuredContent"]["ok"], true);
-    assert_eq!(rec.calls().len(), 1, "the refused send was never routed");
+    assert_eq!(s.rec.calls().len(), 1, "the refused send was never routed");
 }
 
 /// An absurd declared body is refused from the head (tiny_http 0.12 aborted the process
 /// draining it); the server keeps serving.
 #[test]
 fn absurd_content_length_is_answered_and_the_server_survives() {
-    let rec = Rec::new(0, None);
-    let mut srv = server(None, &rec);
-    let port = srv.port();
+    let s = Served::start();
     let huge = "4611686018427387904";
     let cases = [
-        (format!("127.0.0.1:{port}"), "/mcp", 413),
-        ("evil.example".to_string(), "/mcp", 403),
-        (format!("127.0.0.1:{port}"), "/elsewhere", 413),
+        (s.host.as_str(), "/mcp", 413),
+        ("evil.example", "/mcp", 403),
+        (s.host.as_str(), "/elsewhere", 413),
     ];
     for (host, path, status) in &cases {
         let head = format!(
             "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {huge}\r\n\r\n{{\"jsonrpc\":"
         );
-        let r = exchange(port, head.as_bytes());
+        let r = s.send(head.as_bytes());
         assert_eq!(r.status, *status, "{path} via {host}");
         // Framed by Content-Length (read by `exchange`) and closed by the client.
         assert!(
@@ -438,19 +386,16 @@ fn absurd_content_length_is_answered_and_the_server_survives() {
         }
     }
     // Still serving.
-    let r = mcp_post(port, &[], &json!({"jsonrpc":"2.0","id":9,"method":"ping"}));
+    let r = s.ping(9);
     assert_eq!((r.status, r.json()["result"].clone()), (200, json!({})));
-    assert!(rec.calls().is_empty());
-    srv.shutdown();
+    assert!(s.rec.calls().is_empty());
 }
 
 /// Issue 12 item 2: heads the server refuses from the head alone, each answered with a reason
 /// and `Connection: close`, and the server still serving afterwards.
 #[test]
 fn hostile_heads_are_refused_from_the_head() {
-    let rec = Rec::new(0, None);
-    let mut srv = server(None, &rec);
-    let port = srv.port();
+    let s = Served::start();
     let huge_line = format!(
         "POST /mcp HTTP/1.1\r\nX-Big: {}\r\n\r\n",
         "a".repeat(super::head::MAX_HEAD_BYTES)
@@ -460,14 +405,17 @@ fn hostile_heads_are_refused_from_the_head() {
         (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec(), 505),
         (huge_line.into_bytes(), 431),
         (
-            format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
-                .into_bytes(),
+            format!(
+                "POST /mcp HTTP/1.1\r\nHost: {}\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+                s.host
+            )
+            .into_bytes(),
             501,
         ),
         (b"garbage\r\n\r\n".to_vec(), 400),
     ];
     for (bytes, status) in cases {
-        let r = exchange(port, &bytes);
+        let r = s.send(&bytes);
         assert_eq!(
             r.status,
             status,
@@ -477,29 +425,25 @@ fn hostile_heads_are_refused_from_the_head() {
         assert_eq!(r.header("connection"), Some("close"));
         assert!(!r.json()["error"].as_str().unwrap().is_empty());
     }
-    let r = mcp_post(port, &[], &json!({"jsonrpc":"2.0","id":9,"method":"ping"}));
+    let r = s.ping(9);
     assert_eq!(r.status, 200);
-    srv.shutdown();
 }
 
 /// A head that stops arriving is answered 408 at the deadline, not held for good.
 #[test]
 fn a_stalled_head_times_out() {
     use std::io::{Read, Write};
-    let rec = Rec::new(0, None);
-    let mut srv = server(None, &rec);
-    let port = srv.port();
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    let s = Served::start();
+    let mut conn = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    conn.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         .unwrap();
-    s.set_read_timeout(Some(super::listen::HEAD_TIMEOUT + Duration::from_secs(5)))
+    conn.set_read_timeout(Some(super::listen::HEAD_TIMEOUT + Duration::from_secs(5)))
         .unwrap();
     let started = Instant::now();
     let mut answer = String::new();
-    let _ = s.read_to_string(&mut answer);
+    let _ = conn.read_to_string(&mut answer);
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
     assert!(started.elapsed() < super::listen::HEAD_TIMEOUT + Duration::from_secs(2));
-    srv.shutdown();
 }
 
 /// Issue 13 item 3: a burst of connections finds room in the kernel's accept queue before the
@@ -527,9 +471,8 @@ fn a_burst_of_connections_is_queued_not_dropped_before_the_acceptor_takes_them()
 /// (`Server-Timing: total;dur=<ms>`): here a send the backend takes 200 ms over.
 #[test]
 fn the_answer_carries_the_daemon_s_time_in_server_timing() {
-    let rec = Rec::new(200, None);
-    let mut srv = server(None, &rec);
-    let r = mcp_post(srv.port(), &[], &send_call(1, "boris"));
+    let s = Served::over(Rec::new(200, None));
+    let r = s.post(&[], &send_call(1, "boris"));
     assert_eq!(r.status, 200);
     let timing = r.header("server-timing").expect("a Server-Timing header");
     let ms: f64 = timing
@@ -537,7 +480,6 @@ fn the_answer_carries_the_daemon_s_time_in_server_timing() {
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("not total;dur=<ms>: {timing}"));
     assert!((200.0..2000.0).contains(&ms), "{timing}");
-    srv.shutdown();
 }
 
 /// A backend that keeps every send it is given, unanswered, with its `gone` flag.
