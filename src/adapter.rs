@@ -324,6 +324,20 @@ impl PermissionPrompt {
     }
 }
 
+/// How a human's answer to a permission prompt reaches the runtime
+/// ([`Adapter::answer_permission`], spec 10 §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PermissionAnswer {
+    /// Keyed in on the screen, one key at a time (Claude Code, Codex, Gemini CLI).
+    Keys,
+    /// The runtime's own API took it: nothing is keyed.
+    Taken,
+    /// The runtime answers only through its API, and the API did not take it (OpenCode
+    /// 1.18.33's `GET /permission` fails while a `webfetch` without a timeout is pending):
+    /// nothing can be keyed either, so the prompt is put to the human again.
+    NotTaken,
+}
+
 /// The text typed into the composer row that starts with `glyph` (none without a glyph, or
 /// when the row holds only a placeholder): the default reading of [`Adapter::composer_draft`].
 pub fn typed_composer_text(screen: &Screen, glyph: Option<&str>) -> Option<String> {
@@ -513,10 +527,17 @@ pub trait Adapter: Send + Sync {
     }
     /// Answer the open permission `prompt` with its option `choice` through the runtime's
     /// own API instead of keys (for a runtime whose prompt iapeer cannot key reliably:
-    /// OpenCode draws its marker in colour only); true when the runtime took the answer, and
-    /// then no key is written. The default: false — the answer is keyed in.
-    fn answer_permission(&self, _cwd: &Path, _prompt: &PermissionPrompt, _choice: usize) -> bool {
-        false
+    /// OpenCode draws its marker in colour only): `PermissionAnswer::Taken` when the
+    /// runtime took it (no key is written), `PermissionAnswer::NotTaken` when its API did
+    /// not and its screen takes no keys for it either (the human is asked again, told so).
+    /// The default: `PermissionAnswer::Keys` — the answer is keyed in.
+    fn answer_permission(
+        &self,
+        _cwd: &Path,
+        _prompt: &PermissionPrompt,
+        _choice: usize,
+    ) -> PermissionAnswer {
+        PermissionAnswer::Keys
     }
     /// The draft in the composer, if any: text someone typed or left there (not a placeholder
     /// or suggestion), which a delivery must never be submitted with (spec 05 §7). The default

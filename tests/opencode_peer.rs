@@ -475,7 +475,14 @@ fn a_gated_opencode_peer_asks_a_human_and_approve_and_deny_decide() {
                 json!({"command": command, "description": "Make a file"}),
             )
         };
-        if last.contains("EDIT-FILE") {
+        if last.contains("FETCH-PAGE") {
+            // No `timeout`: OpenCode 1.18.33's `GET /permission` then fails (400) while
+            // the request is pending (`permission-pending-webfetch.json`).
+            Reply::Call(
+                "webfetch".into(),
+                json!({"url": "http://127.0.0.1:9/page", "format": "text"}),
+            )
+        } else if last.contains("EDIT-FILE") {
             Reply::Call(
                 "edit".into(),
                 json!({"filePath": notes_path, "oldString": "colour = red",
@@ -565,6 +572,36 @@ fn a_gated_opencode_peer_asks_a_human_and_approve_and_deny_decide() {
     assert!(out.starts_with("delivered to oc (opencode)"), "{out}");
     env.wait_mcp_delivery("opencode-oc", "ea", WAIT);
     assert!(oc_approvals(&env).is_empty(), "send_to_peer asked");
+    env.wait_until("the send_to_peer turn ended", WAIT, |e| {
+        idle(&e.screen("opencode-oc"))
+    });
+
+    // A webfetch whose request OpenCode's server cannot list: the answer cannot be given
+    // (no API, no keys), so the human is asked again at once and told why — not left
+    // believing it was approved (before: nothing happened, and the same request came back
+    // after 10 s unexplained).
+    let url = "http://127.0.0.1:9/page";
+    let out = send_oc(&env, "FETCH-PAGE please");
+    assert!(out.starts_with("delivered to oc (opencode)"), "{out}");
+    let a = pending_for(&env, "WebFetch", url);
+    let id = a["id"].as_str().unwrap().to_string();
+    env.ok(&["approve", &id]);
+    let again = pending_for(
+        &env,
+        "WebFetch",
+        &format!(
+            "{url} — {}",
+            "asked again: the runtime did not take the last answer \
+             through its API; answer it on the agent's screen (iapeer attach)"
+        ),
+    );
+    assert_ne!(again["id"], id, "{again}");
+    assert!(
+        env.log("daemon")
+            .contains("the runtime's API did not take the answer"),
+        "{}",
+        env.log("daemon")
+    );
 }
 
 /// Issue 27: OpenCode 1.18.33 gives an MCP tool call its server's `timeout`, else the MCP

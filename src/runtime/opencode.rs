@@ -31,7 +31,7 @@ use serde_json::json;
 use super::agent_program::Bound;
 use super::opencode_records::{self, RecordsConfirm, RecordsGate, Server, SharedServer};
 use super::{Adapter, BootStep, Confirm, GateWatch, LaunchCommand, LaunchCtx, WakeMode};
-use crate::adapter::PermissionPrompt;
+use crate::adapter::{PermissionAnswer, PermissionPrompt};
 use crate::runtime_table::{PromptSwap, OPENCODE};
 use crate::term::paste_view::PasteView;
 use crate::term::Screen;
@@ -430,17 +430,28 @@ impl Adapter for OpenCode {
 
     /// Through OpenCode's own server (`POST /permission/<id>/reply`, recorded in
     /// `permission-reply.json`): the request it lists as pending (`GET /permission`) for
-    /// what the prompt shows.
-    fn answer_permission(&self, _cwd: &Path, prompt: &PermissionPrompt, choice: usize) -> bool {
-        let Some((_, reply)) = PERMISSION_OPTIONS.get(choice) else {
-            return false;
-        };
-        opencode_records::reply_permission(
-            &self.server,
-            self.bound.conversation(),
-            (&prompt.tool, &prompt.summary),
-            reply,
-        )
+    /// what the prompt shows. Its server only: the prompt takes no keys iapeer can aim (the
+    /// marker is drawn in colour only), so an answer the server did not take is
+    /// [`PermissionAnswer::NotTaken`].
+    fn answer_permission(
+        &self,
+        _cwd: &Path,
+        prompt: &PermissionPrompt,
+        choice: usize,
+    ) -> PermissionAnswer {
+        let taken = PERMISSION_OPTIONS.get(choice).is_some_and(|(_, reply)| {
+            opencode_records::reply_permission(
+                &self.server,
+                self.bound.conversation(),
+                (&prompt.tool, &prompt.summary),
+                reply,
+            )
+        });
+        if taken {
+            PermissionAnswer::Taken
+        } else {
+            PermissionAnswer::NotTaken
+        }
     }
 
     fn composer_content(&self, screen: &Screen) -> Option<String> {

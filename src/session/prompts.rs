@@ -26,6 +26,17 @@ pub const CLOSED_AFTER: Duration = Duration::from_millis(500);
 /// An answer's keys that did not close the prompt within this long are given up.
 pub const ANSWER_LIMIT: Duration = Duration::from_secs(10);
 
+/// Said after the summary of a prompt asked again because the keys of its last answer did
+/// not close it within [`ANSWER_LIMIT`].
+pub const NOT_CLOSED: &str = "asked again: the last answer did not close the prompt within \
+     10 s; if this repeats, answer it on the agent's screen (iapeer attach)";
+
+/// Said after the summary of a prompt asked again because the runtime answers only through
+/// its own API and that API did not take the last answer
+/// ([`crate::adapter::PermissionAnswer::NotTaken`]).
+pub const NOT_TAKEN: &str = "asked again: the runtime did not take the last answer through \
+     its API; answer it on the agent's screen (iapeer attach)";
+
 /// A key that did not move the marker is sent again after this long.
 pub const KEY_RETRY: Duration = Duration::from_secs(2);
 
@@ -106,7 +117,7 @@ impl Watch {
                     .is_some_and(|a| now.saturating_duration_since(a.since) >= ANSWER_LIMIT);
                 if stuck {
                     out.push(Report::Closed(o.n));
-                    out.push(self.begin(p, now));
+                    out.push(self.begin_again(p, now, NOT_CLOSED));
                 } else {
                     o.prompt = p;
                     o.missing_since = None;
@@ -138,6 +149,35 @@ impl Watch {
             answer: None,
         });
         Report::Opened(self.last_n, prompt)
+    }
+
+    /// Report `prompt` (still on the screen) as a new one whose summary ends with `why`; the
+    /// watch keeps the screen's reading, so the next look sees the same prompt.
+    fn begin_again(&mut self, prompt: PermissionPrompt, now: Instant, why: &str) -> Report {
+        match self.begin(prompt, now) {
+            Report::Opened(n, mut asked) => {
+                asked.summary = format!("{} — {why}", asked.summary);
+                Report::Opened(n, asked)
+            }
+            closed => closed,
+        }
+    }
+
+    /// The runtime's API did not take the answer to prompt `n`, and its screen takes no keys
+    /// for it ([`crate::adapter::PermissionAnswer::NotTaken`]): the prompt is closed and put
+    /// to the human again at once, saying so ([`NOT_TAKEN`]). Nothing when `n` is no longer
+    /// open.
+    pub fn not_taken(&mut self, n: u64, now: Instant) -> Vec<Report> {
+        match self.open.take() {
+            Some(o) if o.n == n => vec![
+                Report::Closed(n),
+                self.begin_again(o.prompt, now, NOT_TAKEN),
+            ],
+            other => {
+                self.open = other;
+                Vec::new()
+            }
+        }
     }
 
     /// A human chose option `choice` of prompt `n`; false (nothing to key) when that prompt
@@ -360,9 +400,35 @@ mod tests {
         let late = t0 + ANSWER_LIMIT;
         assert_eq!(
             w.look(Some(prompt("rm a", 1)), late),
-            [Report::Closed(1), Report::Opened(2, prompt("rm a", 1))]
+            [
+                Report::Closed(1),
+                Report::Opened(2, prompt(&format!("rm a — {NOT_CLOSED}"), 1))
+            ]
         );
         assert_eq!(w.key(late + SETTLE), None, "the new prompt has no answer");
+        // The watch keeps the screen's reading: the next look sees the same prompt.
+        assert_eq!(w.look(Some(prompt("rm a", 1)), late + GAP), []);
+    }
+
+    #[test]
+    fn an_answer_the_runtime_did_not_take_asks_again_at_once_saying_so() {
+        let (t0, mut w) = watching_rm_a();
+        // An answer for a prompt no longer open changes nothing.
+        assert_eq!(w.not_taken(7, t0), []);
+        assert_eq!(w.open().map(|(n, _)| n), Some(1));
+        assert_eq!(
+            w.not_taken(1, t0),
+            [
+                Report::Closed(1),
+                Report::Opened(2, prompt(&format!("rm a — {NOT_TAKEN}"), 0))
+            ]
+        );
+        assert_eq!(
+            w.open().map(|(n, p)| (n, p.summary.as_str())),
+            Some((2, "rm a"))
+        );
+        assert_eq!(w.look(Some(prompt("rm a", 0)), t0 + GAP), []);
+        assert!(w.answer(2, 0, t0 + GAP), "the new request can be answered");
     }
 
     #[test]
@@ -392,7 +458,10 @@ mod tests {
         assert_eq!(w.next_deadline(), Some(t0 + ANSWER_LIMIT));
         assert_eq!(
             w.look(Some(prompt("rm a", 0)), t0 + ANSWER_LIMIT),
-            [Report::Closed(1), Report::Opened(2, prompt("rm a", 0))],
+            [
+                Report::Closed(1),
+                Report::Opened(2, prompt(&format!("rm a — {NOT_CLOSED}"), 0))
+            ],
             "still shown at the limit: put to a human again"
         );
         assert!(w.answered_by_runtime(2, 1, t0 + ANSWER_LIMIT));

@@ -6,6 +6,7 @@
 //! the session counts as mid-turn.
 
 use super::*;
+use crate::adapter::PermissionAnswer;
 use crate::session::prompts::Report;
 
 impl Session {
@@ -16,8 +17,24 @@ impl Session {
             return;
         }
         let shown = self.cfg.adapter.permission_prompt(&self.screen);
+        let reports = self.prompts.look(shown, now);
+        self.report_prompts(reports, now);
+        if let Some(step) = self.prompts.key(now) {
+            let bytes = crate::term::encode_keys(&[step.key_name()], false).unwrap_or_default();
+            log::info!(
+                "{}: answering the permission prompt: {}",
+                self.cfg.identity,
+                step.key_name()
+            );
+            self.write_child(&bytes);
+        }
+    }
+
+    /// Report to the router each prompt that opened or closed (`reports`, in order); a
+    /// closed one lets a message held behind it go on.
+    fn report_prompts(&mut self, reports: Vec<Report>, now: Instant) {
         let hooked = self.cfg.gated && self.cfg.adapter.gated_by_hook();
-        for report in self.prompts.look(shown, now) {
+        for report in reports {
             match report {
                 Report::Opened(n, prompt) => {
                     log::info!(
@@ -45,31 +62,35 @@ impl Session {
                 }
             }
         }
-        if let Some(step) = self.prompts.key(now) {
-            let bytes = crate::term::encode_keys(&[step.key_name()], false).unwrap_or_default();
-            log::info!(
-                "{}: answering the permission prompt: {}",
-                self.cfg.identity,
-                step.key_name()
-            );
-            self.write_child(&bytes);
-        }
     }
 
     /// [`SessionCmd::AnswerPrompt`]: key in option `choice` of prompt `n`, if it is still
     /// open.
     pub(super) fn answer_prompt(&mut self, n: u64, choice: usize) {
         let now = self.now;
-        let by_runtime = match self.prompts.open() {
+        let how = match self.prompts.open() {
             Some((m, p)) if m == n => self.cfg.adapter.answer_permission(&self.cfg.cwd, p, choice),
-            _ => false,
+            _ => PermissionAnswer::Keys,
         };
-        if by_runtime && self.prompts.answered_by_runtime(n, choice, now) {
-            log::info!(
-                "{}: permission prompt {n} answered through the runtime's own API",
-                self.cfg.identity
-            );
-            return;
+        match how {
+            PermissionAnswer::Taken if self.prompts.answered_by_runtime(n, choice, now) => {
+                log::info!(
+                    "{}: permission prompt {n} answered through the runtime's own API",
+                    self.cfg.identity
+                );
+                return;
+            }
+            PermissionAnswer::NotTaken => {
+                log::warn!(
+                    "{}: the runtime's API did not take the answer to permission prompt {n}, \
+                     and its screen takes no keys for it: asked again",
+                    self.cfg.identity
+                );
+                let reports = self.prompts.not_taken(n, now);
+                self.report_prompts(reports, now);
+                return;
+            }
+            _ => {}
         }
         if !self.prompts.answer(n, choice, now) {
             log::info!(
