@@ -245,6 +245,21 @@ impl OpenAiStandIn {
         format!("http://127.0.0.1:{}/v1", self.port)
     }
 
+    /// Write `<codex_home>/config.toml` naming this stand-in as the model provider
+    /// (`standin`, model `gpt-5.1`, key from `STANDIN_API_KEY`): `top` (TOML lines) before the
+    /// tables, `tables` (lines in the provider's block, or further tables) after its block.
+    pub fn write_codex_config(&self, codex_home: &std::path::Path, top: &str, tables: &str) {
+        std::fs::create_dir_all(codex_home).unwrap();
+        std::fs::write(
+            codex_home.join("config.toml"),
+            format!(
+                "model = \"gpt-5.1\"\nmodel_provider = \"standin\"\n{top}\n[model_providers.standin]\nname = \"Stand-in\"\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"STANDIN_API_KEY\"\n{tables}",
+                self.base_url()
+            ),
+        )
+        .unwrap();
+    }
+
     /// Run `codex exec <prompt>` (non-interactive) in `cwd` with `home` as `HOME` and
     /// `home/.codex` as `CODEX_HOME`, whose `config.toml` names this stand-in as the model
     /// provider with `provider_extra` (TOML lines, e.g. `request_max_retries = 0`) in its
@@ -258,15 +273,7 @@ impl OpenAiStandIn {
         provider_extra: &str,
     ) {
         let codex_home = home.join(".codex");
-        std::fs::create_dir_all(&codex_home).unwrap();
-        std::fs::write(
-            codex_home.join("config.toml"),
-            format!(
-                "model = \"gpt-5.1\"\nmodel_provider = \"standin\"\n\n[model_providers.standin]\nname = \"Stand-in\"\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"STANDIN_API_KEY\"\n{provider_extra}\n",
-                self.base_url()
-            ),
-        )
-        .unwrap();
+        self.write_codex_config(&codex_home, "", &format!("{provider_extra}\n"));
         let mut child = std::process::Command::new(codex_bin)
             .args(["exec", "--skip-git-repo-check", prompt])
             .current_dir(cwd)
