@@ -207,6 +207,18 @@ fn codex_peer_wakes_sees_its_prompt_replies_through_mcp_and_takes_a_live_message
         "{}",
         env.diagnostics()
     );
+    // Codex's title request holds the message too; the stand-in answers it itself, so the
+    // script's call never reaches Codex's title thread, which has no tools (before: answered
+    // "unsupported call: mcp__iapeersend_to_peer" by Codex).
+    let refused: Vec<String> = api
+        .recorded()
+        .iter()
+        .flat_map(|r| r["input"].as_array().cloned().unwrap_or_default())
+        .filter(|i| i["type"] == "function_call_output")
+        .map(|i| i["output"].to_string())
+        .filter(|o| o.contains("unsupported call"))
+        .collect();
+    assert!(refused.is_empty(), "{refused:?}");
 }
 
 /// The model's script: a turn on "hello codex" calls `send_to_peer` to ea; the tool's output
@@ -375,9 +387,7 @@ fn a_codex_send_to_peer_that_waits_over_60_s_for_a_slow_wake_succeeds() {
         |_| api.has_request_with("hello codex"),
     );
     let called = std::time::Instant::now();
-    // Codex 0.171 answers the stand-in's first call "unsupported call: mcp__iapeersend_to_peer"
-    // and then makes it (seen before this change too): the output that counts is the one
-    // with the send's result.
+    // The output that counts is the one with the send's result.
     let result = || {
         api.recorded()
             .iter()
@@ -516,4 +526,28 @@ fn record_enter_at(name: &str, when: impl Fn(&str, &[u8]) -> bool) -> Vec<u8> {
     let raw = t.raw();
     t.end();
     raw
+}
+
+/// Codex 0.171's title request (recorded: `tests/fixtures/codex-0.171.0/title-request.json`,
+/// made beside the first turn of `call_ea_on_hello`'s script, its temp folder as `/tmp/rec`)
+/// is told from a turn's request (`turn-request-metadata.json`: the same turn's main request,
+/// its `client_metadata` only), so the stand-in answers it itself.
+#[test]
+fn the_openai_stand_in_tells_codex_title_requests_from_turns() {
+    use common::openai::is_title_request;
+    let fixture = |name: &str| -> serde_json::Value {
+        let path = format!(
+            "{}/tests/fixtures/codex-0.171.0/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    let title = fixture("title-request.json");
+    assert!(is_title_request(&title));
+    assert!(
+        last_input_text(&title).contains("<msg>hello codex</msg>"),
+        "it holds the message a script matches"
+    );
+    assert!(!is_title_request(&fixture("turn-request-metadata.json")));
+    assert!(!is_title_request(&json!({"input": []})));
 }

@@ -1,7 +1,7 @@
 //! A stand-in for the OpenAI Responses API on 127.0.0.1 (a random port), for end-to-end tests
 //! with the real Codex CLI. Like the Anthropic stand-in, it is the one mock these tests use
-//! (the cloud API cannot run here): it records every request and answers from a script,
-//! streaming Server-Sent Events (`response.created`, `response.output_item.added`,
+//! (the cloud API cannot run here): it records every request and answers from a script (but
+//! Codex's title requests, which it answers itself: [`is_title_request`]), streaming Server-Sent Events (`response.created`, `response.output_item.added`,
 //! `response.output_text.delta` / `response.function_call_arguments.*`,
 //! `response.output_item.done`, `response.completed`). A reply can instead be an HTTP error
 //! (status, JSON body, headers), and any reply can carry extra headers (Codex reads its rate
@@ -79,6 +79,23 @@ pub fn last_is_tool_output(req: &Value) -> bool {
         .as_array()
         .and_then(|a| a.last())
         .is_some_and(|i| i["type"] == "function_call_output")
+}
+
+/// The title the stand-in gives every title request ([`is_title_request`]).
+pub const TITLE: &str = "Stand-in title";
+
+/// Whether `req` is Codex's request for the thread's title, not a turn of the conversation:
+/// Codex 0.171 makes one beside the first turn, in a thread of its own
+/// (`client_metadata["x-codex-turn-metadata"]` says `"thread_source":"thread_title"`) that
+/// offers no tools and asks for `{"title": …}` (`text.format`, a JSON schema). Its input
+/// holds the user's message, so a script matching the message would answer it as the turn —
+/// a tool call there is answered `unsupported call: mcp__iapeersend_to_peer` by Codex — so the
+/// stand-in answers it itself, with [`TITLE`].
+pub fn is_title_request(req: &Value) -> bool {
+    req["client_metadata"]["x-codex-turn-metadata"]
+        .as_str()
+        .and_then(|m| serde_json::from_str::<Value>(m).ok())
+        .is_some_and(|m| m["thread_source"] == "thread_title")
 }
 
 fn header(k: &str, v: &str) -> tiny_http::Header {
@@ -189,7 +206,10 @@ impl OpenAiStandIn {
                     continue;
                 }
                 reqs.lock().unwrap().push(parsed.clone());
-                let reply = (scr.lock().unwrap())(&parsed);
+                let reply = match is_title_request(&parsed) {
+                    true => Reply::Text(json!({"title": TITLE}).to_string()),
+                    false => (scr.lock().unwrap())(&parsed),
+                };
                 std::thread::spawn(move || {
                     let (extra, reply) = match reply {
                         Reply::Headed(h, inner) => (h, *inner),
