@@ -207,6 +207,18 @@ fn codex_peer_wakes_sees_its_prompt_replies_through_mcp_and_takes_a_live_message
         "{}",
         env.diagnostics()
     );
+    // Codex's title request holds the message too; the stand-in answers it itself, so the
+    // script's call never reaches Codex's title thread, which has no tools (before: answered
+    // "unsupported call: mcp__iapeersend_to_peer" by Codex).
+    let refused: Vec<String> = api
+        .recorded()
+        .iter()
+        .flat_map(|r| r["input"].as_array().cloned().unwrap_or_default())
+        .filter(|i| i["type"] == "function_call_output")
+        .map(|i| i["output"].to_string())
+        .filter(|o| o.contains("unsupported call"))
+        .collect();
+    assert!(refused.is_empty(), "{refused:?}");
 }
 
 /// The model's script: a turn on "hello codex" calls `send_to_peer` to ea; the tool's output
@@ -375,9 +387,7 @@ fn a_codex_send_to_peer_that_waits_over_60_s_for_a_slow_wake_succeeds() {
         |_| api.has_request_with("hello codex"),
     );
     let called = std::time::Instant::now();
-    // Codex 0.171 answers the stand-in's first call "unsupported call: mcp__iapeersend_to_peer"
-    // and then makes it (seen before this change too): the output that counts is the one
-    // with the send's result.
+    // The output that counts is the one with the send's result.
     let result = || {
         api.recorded()
             .iter()
@@ -387,4 +397,157 @@ fn a_codex_send_to_peer_that_waits_over_60_s_for_a_slow_wake_succeeds() {
             .find(|o| o.contains("delivered_to") || o.contains("timed out"))
     };
     env.assert_slow_send_result("codex", called, result);
+}
+
+/// Where Codex's boot recordings go: `tests/fixtures/codex-<version>/boot-queue`, the version
+/// the CLI reports (`codex --version`: `codex-cli 0.171.0`).
+fn boot_queue_fixtures() -> std::path::PathBuf {
+    let out = std::process::Command::new(codex_bin())
+        .arg("--version")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    let version = said.split_whitespace().last().expect("codex --version");
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("tests/fixtures/codex-{version}/boot-queue"))
+}
+
+/// Records (run by name with `--ignored`) what Codex 0.171 does with a paste and Enter typed
+/// the moment its first composer shows (the banner's `loading` replaced by the folder), in a
+/// trusted folder with an MCP server.
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_codex_enter_at_first_composer() {
+    record_enter_at("enter-at-first-composer", |s, _| {
+        s.lines().any(|l| l.starts_with("› Ask Codex")) && !s.lines().any(|l| l.trim() == "loading")
+    });
+}
+
+/// Records (run by name with `--ignored`) a paste and Enter typed the moment Codex 0.171
+/// first says it is working (`OSC 7501 state=working`), after its session started.
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_codex_enter_at_boot_working() {
+    record_enter_at("enter-at-boot-working", |_, raw| {
+        raw.windows(19).any(|w| w == b"7501;state=working:")
+    });
+}
+
+/// Records (run by name with `--ignored`) a paste and Enter typed the moment Codex 0.171
+/// shows its session started (the footer names the model).
+#[test]
+#[ignore = "recorder: writes fixtures"]
+fn record_codex_enter_at_session_footer() {
+    // The queue shows when Enter beats the end of Codex's start-up, tens of milliseconds
+    // after the footer: a recording that missed it is made again.
+    let footer = |s: &str, _: &[u8]| s.contains("gpt-5.1 default");
+    let queued = |raw: &[u8]| raw.windows(23).any(|w| w == b"Queued follow-up inputs");
+    // The same with its MCP server's address refused: the queue is not Codex waiting for it.
+    for name in ["enter-at-session-footer", "enter-at-session-footer-no-mcp"] {
+        let caught = (0..5).any(|_| queued(&record_enter_at(name, footer)));
+        assert!(caught, "{name}: Enter never came before the start-up's end");
+    }
+}
+
+/// Start Codex on a pty (a trusted folder, an MCP server — a refused address for a `name`
+/// ending in `-no-mcp` — and the stand-in answering `ok`), type
+/// a paste and Enter the moment `when(screen, raw)` holds, and record it as
+/// `<fixtures>/boot-queue/<name>.raw` with each output read's time since the spawn
+/// (`<name>.times.json`: `{"typed": [ms, offset], "reads": [[ms, offset after the read]]}`).
+/// Returns the bytes recorded.
+fn record_enter_at(name: &str, when: impl Fn(&str, &[u8]) -> bool) -> Vec<u8> {
+    use common::pty_record::{self, PtyRecording, Scratch};
+    let out = boot_queue_fixtures();
+    std::fs::create_dir_all(&out).unwrap();
+    let w = Scratch::new(out.clone());
+    let api = OpenAiStandIn::start();
+    api.script(|_| Reply::Text("ok".into()));
+    let codex_home = w.home.join(".codex");
+    let mcp = match name.ends_with("-no-mcp") {
+        true => "http://127.0.0.1:9/mcp".to_string(),
+        false => w.mcp.url(),
+    };
+    let folder = w.cwd.canonicalize().unwrap();
+    api.write_codex_config(
+        &codex_home,
+        "check_for_update_on_startup = false\n",
+        &format!(
+            "\n[mcp_servers.iapeer]\nurl = \"{mcp}\"\n\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+            folder.display()
+        ),
+    );
+    let cwd = w.cwd.display().to_string();
+    let cmd = pty_record::cli(
+        &codex_bin(),
+        &w.home,
+        &w.cwd,
+        &[
+            ("CODEX_HOME", codex_home.to_str().unwrap()),
+            ("STANDIN_API_KEY", "sk-standin-key"),
+        ],
+        &[
+            "--no-daemon",
+            "--no-alt-screen",
+            "-C",
+            &cwd,
+            "--dangerously-bypass-approvals-and-sandbox",
+        ],
+    );
+    let start = std::time::Instant::now();
+    let mut t = PtyRecording::spawn(cmd, &out, name);
+    let mut times: Vec<(u128, usize)> = Vec::new();
+    let note = |t: &PtyRecording, times: &mut Vec<(u128, usize)>| {
+        let n = t.raw().len();
+        if times.last().map(|l| l.1) != Some(n) {
+            times.push((start.elapsed().as_millis(), n));
+        }
+    };
+    while !when(&t.screen(), &t.raw()) {
+        note(&t, &mut times);
+        assert!(start.elapsed() < Duration::from_secs(60), "{}", t.screen());
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    note(&t, &mut times);
+    t.save(&format!("{name}-01-at-enter"));
+    t.paste(&format!("{} typed", name.to_uppercase()));
+    t.keys(b"\r");
+    let typed = (start.elapsed().as_millis(), t.raw().len());
+    while start.elapsed().as_millis() < typed.0 + 3000 {
+        note(&t, &mut times);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    t.save(&format!("{name}-02-after"));
+    std::fs::write(
+        out.join(format!("{name}.times.json")),
+        serde_json::to_string(&json!({"typed": [typed.0 as u64, typed.1], "reads": times}))
+            .unwrap(),
+    )
+    .unwrap();
+    let raw = t.raw();
+    t.end();
+    raw
+}
+
+/// Codex 0.171's title request (recorded: `tests/fixtures/codex-0.171.0/title-request.json`,
+/// made beside the first turn of `call_ea_on_hello`'s script, its temp folder as `/tmp/rec`)
+/// is told from a turn's request (`turn-request-metadata.json`: the same turn's main request,
+/// its `client_metadata` only), so the stand-in answers it itself.
+#[test]
+fn the_openai_stand_in_tells_codex_title_requests_from_turns() {
+    use common::openai::is_title_request;
+    let fixture = |name: &str| -> serde_json::Value {
+        let path = format!(
+            "{}/tests/fixtures/codex-0.171.0/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    let title = fixture("title-request.json");
+    assert!(is_title_request(&title));
+    assert!(
+        last_input_text(&title).contains("<msg>hello codex</msg>"),
+        "it holds the message a script matches"
+    );
+    assert!(!is_title_request(&fixture("turn-request-metadata.json")));
+    assert!(!is_title_request(&json!({"input": []})));
 }

@@ -545,8 +545,7 @@ impl Adapter for Codex {
     }
 
     fn is_busy(&self, screen: &Screen) -> bool {
-        let t = screen.text();
-        t.contains("esc to interrupt") || t.contains("Esc to interrupt")
+        busy_sign(screen.text())
     }
 
     fn confirmer(&self, cwd: &Path, text: &str, _agent_ts: Option<&str>) -> Box<dyn Confirm> {
@@ -614,15 +613,37 @@ impl Adapter for Codex {
 /// is written to the file only when it joins the running turn (after the model's current
 /// answer), and shows meanwhile under "Messages to be submitted after next tool call" above
 /// the composer (recorded in `tests/fixtures/codex-0.171.0/mid-turn-steer.*`): that screen is
-/// its queue.
+/// its queue. A message entered just after Codex's session started, while its own start-up
+/// is not over, shows under "Queued follow-up inputs" with no turn running, and Codex submits
+/// it by itself tens of milliseconds later (`boot-queue/enter-at-session-footer.*`): waited
+/// for, as Gemini CLI's start-up queue is.
 const SESSION_RULES: SessionRules = SessionRules {
     is_user: is_user_record,
     form: pasted_form::codex,
     is_turn_end,
-    queued: pending_input_shows,
-    waiting: |_, _| false,
+    queued: queued_in_turn,
+    waiting: queued_at_start,
     conversation: rollout_id,
 };
+
+/// Codex 0.171's sign of a running turn (pure): its status row `• Working (3s • esc to
+/// interrupt)`, or the pending-steer header `… (press esc to interrupt and send immediately)`.
+fn busy_sign(screen: &str) -> bool {
+    screen.contains("esc to interrupt") || screen.contains("Esc to interrupt")
+}
+
+/// The message waits in Codex's pending input behind a running turn (pure).
+fn queued_in_turn(screen: &str, text: &str) -> bool {
+    busy_sign(screen) && pending_input_shows(screen, text)
+}
+
+/// The message waits in Codex's pending input with no turn running (pure): Enter came after
+/// its session started but before its start-up was over, and Codex submits it by itself once
+/// it is (`tests/fixtures/codex-0.171.0/boot-queue/enter-at-session-footer.*`: shown under
+/// "Queued follow-up inputs" 17 ms after Enter, submitted 89 ms after that).
+fn queued_at_start(screen: &str, text: &str) -> bool {
+    !busy_sign(screen) && pending_input_shows(screen, text)
+}
 
 impl RecordSource for Watch {
     fn new_records_by_file(&mut self) -> Vec<(PathBuf, Value)> {
@@ -902,6 +923,59 @@ mod tests {
             .rposition(|r| r["payload"]["type"] == "task_started")
             .unwrap();
         assert!(started < at);
+    }
+
+    /// The flake of `conversations::a_codex_peer_killed_mid_turn…` (a wake's first message
+    /// answered `queued for cx (codex) — runtime` in CI): an Enter that comes just after
+    /// Codex's session started (its footer names the model) but before its start-up is over
+    /// puts the message under "Queued follow-up inputs", no turn running, and Codex submits it
+    /// by itself 89 ms later (recorded by `tests/codex.rs`
+    /// `record_codex_enter_at_session_footer`: `boot-queue/enter-at-session-footer.raw`). That
+    /// is waited for, never answered queued; a steer behind a running turn
+    /// (`mid-turn-steer.raw`) still is.
+    #[test]
+    fn fixture_enter_before_the_start_up_ends_is_waited_for_not_queued() {
+        use crate::adapter::Confirm;
+        struct NoRecords;
+        impl RecordSource for NoRecords {
+            fn new_records_by_file(&mut self) -> Vec<(PathBuf, Value)> {
+                Vec::new()
+            }
+        }
+        let (bytes, _) = recorded_at(
+            "boot-queue/enter-at-session-footer.raw",
+            "Queued follow-up inputs",
+        );
+        let text = "ENTER-AT-SESSION-FOOTER typed";
+        let mut confirm = SessionFileConfirm::new(NoRecords, text, SESSION_RULES);
+        let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
+        let (mut shown, mut answers) = (false, Vec::new());
+        for part in bytes.chunks(64) {
+            screen.feed(part, true);
+            shown |= pending_input_shows(screen.text(), text);
+            let a = confirm.acceptance(&[], screen.text());
+            if answers.last() != Some(&a) {
+                answers.push(a);
+            }
+        }
+        assert!(shown, "the recording shows Codex's own queue");
+        assert_eq!(answers, [Acceptance::Pending], "never queued");
+        assert!(confirm.held_by_runtime(), "held by Codex until its record");
+
+        let (bytes, _) = recorded_at("mid-turn-steer.raw", "MID-TURN");
+        let text = "<iap from=\"ea\" runtime=\"echo\" intelligence=\"artificial\" ts=\"23:37:55\">\nReply via send_to_peer.\n<msg>MID-TURN</msg>\n</iap>";
+        let mut confirm = SessionFileConfirm::new(NoRecords, text, SESSION_RULES);
+        let mut screen = Screen::new(crate::term::SESSION_ROWS, crate::term::SESSION_COLS);
+        let mut answers = Vec::new();
+        for part in bytes.chunks(64) {
+            screen.feed(part, true);
+            let a = confirm.acceptance(&[], screen.text());
+            if answers.last() != Some(&a) {
+                answers.push(a);
+            }
+        }
+        assert_eq!(answers, [Acceptance::Pending, Acceptance::Queued]);
+        assert!(!confirm.held_by_runtime());
     }
 
     /// A recorded pane log of Codex 0.171.0 (`tests/fixtures/codex-0.171.0/<name>`), and

@@ -1,7 +1,7 @@
 //! A stand-in for the OpenAI Responses API on 127.0.0.1 (a random port), for end-to-end tests
 //! with the real Codex CLI. Like the Anthropic stand-in, it is the one mock these tests use
-//! (the cloud API cannot run here): it records every request and answers from a script,
-//! streaming Server-Sent Events (`response.created`, `response.output_item.added`,
+//! (the cloud API cannot run here): it records every request and answers from a script (but
+//! Codex's title requests, which it answers itself: [`is_title_request`]), streaming Server-Sent Events (`response.created`, `response.output_item.added`,
 //! `response.output_text.delta` / `response.function_call_arguments.*`,
 //! `response.output_item.done`, `response.completed`). A reply can instead be an HTTP error
 //! (status, JSON body, headers), and any reply can carry extra headers (Codex reads its rate
@@ -79,6 +79,23 @@ pub fn last_is_tool_output(req: &Value) -> bool {
         .as_array()
         .and_then(|a| a.last())
         .is_some_and(|i| i["type"] == "function_call_output")
+}
+
+/// The title the stand-in gives every title request ([`is_title_request`]).
+pub const TITLE: &str = "Stand-in title";
+
+/// Whether `req` is Codex's request for the thread's title, not a turn of the conversation:
+/// Codex 0.171 makes one beside the first turn, in a thread of its own
+/// (`client_metadata["x-codex-turn-metadata"]` says `"thread_source":"thread_title"`) that
+/// offers no tools and asks for `{"title": …}` (`text.format`, a JSON schema). Its input
+/// holds the user's message, so a script matching the message would answer it as the turn —
+/// a tool call there is answered `unsupported call: mcp__iapeersend_to_peer` by Codex — so the
+/// stand-in answers it itself, with [`TITLE`].
+pub fn is_title_request(req: &Value) -> bool {
+    req["client_metadata"]["x-codex-turn-metadata"]
+        .as_str()
+        .and_then(|m| serde_json::from_str::<Value>(m).ok())
+        .is_some_and(|m| m["thread_source"] == "thread_title")
 }
 
 fn header(k: &str, v: &str) -> tiny_http::Header {
@@ -189,7 +206,10 @@ impl OpenAiStandIn {
                     continue;
                 }
                 reqs.lock().unwrap().push(parsed.clone());
-                let reply = (scr.lock().unwrap())(&parsed);
+                let reply = match is_title_request(&parsed) {
+                    true => Reply::Text(json!({"title": TITLE}).to_string()),
+                    false => (scr.lock().unwrap())(&parsed),
+                };
                 std::thread::spawn(move || {
                     let (extra, reply) = match reply {
                         Reply::Headed(h, inner) => (h, *inner),
@@ -245,6 +265,21 @@ impl OpenAiStandIn {
         format!("http://127.0.0.1:{}/v1", self.port)
     }
 
+    /// Write `<codex_home>/config.toml` naming this stand-in as the model provider
+    /// (`standin`, model `gpt-5.1`, key from `STANDIN_API_KEY`): `top` (TOML lines) before the
+    /// tables, `tables` (lines in the provider's block, or further tables) after its block.
+    pub fn write_codex_config(&self, codex_home: &std::path::Path, top: &str, tables: &str) {
+        std::fs::create_dir_all(codex_home).unwrap();
+        std::fs::write(
+            codex_home.join("config.toml"),
+            format!(
+                "model = \"gpt-5.1\"\nmodel_provider = \"standin\"\n{top}\n[model_providers.standin]\nname = \"Stand-in\"\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"STANDIN_API_KEY\"\n{tables}",
+                self.base_url()
+            ),
+        )
+        .unwrap();
+    }
+
     /// Run `codex exec <prompt>` (non-interactive) in `cwd` with `home` as `HOME` and
     /// `home/.codex` as `CODEX_HOME`, whose `config.toml` names this stand-in as the model
     /// provider with `provider_extra` (TOML lines, e.g. `request_max_retries = 0`) in its
@@ -258,15 +293,7 @@ impl OpenAiStandIn {
         provider_extra: &str,
     ) {
         let codex_home = home.join(".codex");
-        std::fs::create_dir_all(&codex_home).unwrap();
-        std::fs::write(
-            codex_home.join("config.toml"),
-            format!(
-                "model = \"gpt-5.1\"\nmodel_provider = \"standin\"\n\n[model_providers.standin]\nname = \"Stand-in\"\nbase_url = \"{}\"\nwire_api = \"responses\"\nenv_key = \"STANDIN_API_KEY\"\n{provider_extra}\n",
-                self.base_url()
-            ),
-        )
-        .unwrap();
+        self.write_codex_config(&codex_home, "", &format!("{provider_extra}\n"));
         let mut child = std::process::Command::new(codex_bin)
             .args(["exec", "--skip-git-repo-check", prompt])
             .current_dir(cwd)
