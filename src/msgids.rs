@@ -27,7 +27,7 @@ use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::fsutil;
@@ -202,10 +202,19 @@ pub fn free_after_restart(
 }
 
 /// The daemon's record of message ids, per recipient; shared by the router and the session
-/// threads (one lock, held for a lookup or one line's write).
+/// threads. Each recipient's book has its own lock, held for a lookup or one line's write;
+/// the map of books has one more, held only to find a book (no file is touched under it).
+///
+/// Why a lock per recipient: the router runs real-time and the session threads do not
+/// ([`crate::daemon::realtime`]). With one lock for all, a session thread preempted while it
+/// wrote its `begun` line (a `stat`, an `open`, a `write`) held up the router's `accepted` for
+/// another recipient until it got a core again: in the burst bench (1 000 concurrent sends to
+/// 20 echo peers, 2 cores) the router waited on it up to 155 ms (`perf record -e
+/// sched:sched_switch`, issue 31 item 3). Now the router can only wait behind the one session
+/// whose message it records.
 pub struct Ledger {
     dir: PathBuf,
-    books: Mutex<HashMap<String, Book>>,
+    books: Mutex<HashMap<String, Arc<Mutex<Option<Book>>>>>,
 }
 
 impl Ledger {
@@ -227,36 +236,44 @@ impl Ledger {
     /// (`rename` moves a peer's file to its new name, or a removed peer's file was replaced):
     /// one `stat` per use.
     fn with_book<T>(&self, recipient: &str, f: impl FnOnce(&mut Book, &Ledger) -> T) -> T {
-        let mut books = self.books.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = {
+            let mut books = self.books.lock().unwrap_or_else(|p| p.into_inner());
+            Arc::clone(books.entry(recipient.to_string()).or_default())
+        };
+        let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
         let on_disk = file_id(&self.file(recipient));
-        if books.get(recipient).is_some_and(|b| b.file != on_disk) {
-            books.remove(recipient);
+        if slot.as_ref().is_some_and(|b| b.file != on_disk) {
+            *slot = None;
         }
-        let book = books.entry(recipient.to_string()).or_insert_with(|| {
-            let mut book = Book {
-                file: on_disk,
-                ..Book::default()
-            };
-            let now = crate::clock::now_ms();
-            match std::fs::read_to_string(self.file(recipient)) {
-                Ok(text) => {
-                    for l in text.lines() {
-                        book.lines += 1;
-                        if let Some((ms, change, key)) = parse_line(l) {
-                            book.apply(change, &key, ms, now);
-                        }
+        let book = slot.get_or_insert_with(|| self.read_book(recipient, on_disk));
+        f(book, self)
+    }
+
+    /// `recipient`'s book as its file (whose identity is `on_disk`) holds it; empty when there
+    /// is none (a file that cannot be read is logged).
+    fn read_book(&self, recipient: &str, on_disk: Option<(u64, u64, u64)>) -> Book {
+        let mut book = Book {
+            file: on_disk,
+            ..Book::default()
+        };
+        let now = crate::clock::now_ms();
+        match std::fs::read_to_string(self.file(recipient)) {
+            Ok(text) => {
+                for l in text.lines() {
+                    book.lines += 1;
+                    if let Some((ms, change, key)) = parse_line(l) {
+                        book.apply(change, &key, ms, now);
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => log::warn!(
-                    "message ids: cannot read {}: {e}; a retry of a message sent to {recipient} \
-                     before this start may be delivered again",
-                    self.file(recipient).display()
-                ),
             }
-            book
-        });
-        f(book, self)
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => log::warn!(
+                "message ids: cannot read {}: {e}; a retry of a message sent to {recipient} \
+                 before this start may be delivered again",
+                self.file(recipient).display()
+            ),
+        }
+        book
     }
 
     /// What is known of `key`'s message to `recipient`; `None` when its id was never begun

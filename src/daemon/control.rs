@@ -16,7 +16,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::guard::Fatal;
 use super::reply::{ReplyMsg, ReplyTo};
-use super::router::RouterMsg;
+use super::router::{RouterMsg, RouterTx};
 use crate::protocol::{self, Code, Failure, Request, MAX_LINE};
 use crate::session::clients::{read_chunk, Chunk};
 use crate::session::handle::{SessionCmd, SessionHandle};
@@ -77,7 +77,7 @@ pub struct Control {
     listener: UnixListener,
     waker: Arc<Waker>,
     signals: UnixStream,
-    router: Sender<RouterMsg>,
+    router: RouterTx,
     replies_tx: Sender<(u64, ReplyMsg)>,
     replies: Receiver<(u64, ReplyMsg)>,
     conns: HashMap<Token, Conn>,
@@ -92,7 +92,7 @@ impl Control {
     pub fn new(
         listener: std::os::unix::net::UnixListener,
         signals: std::os::unix::net::UnixStream,
-        router: Sender<RouterMsg>,
+        router: RouterTx,
         fatal: Fatal,
     ) -> io::Result<Control> {
         let poll = Poll::new()?;

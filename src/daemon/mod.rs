@@ -37,7 +37,7 @@ use crate::paths::Paths;
 use guard::Fatal;
 use mcp::{Backend, CallerCreds, SendArgs, SendDone};
 use reply::SendReplyTo;
-use router::{DaemonInfo, Router, RouterMsg};
+use router::{DaemonInfo, Router, RouterMsg, RouterTx};
 
 /// Why the daemon could not start.
 #[derive(Debug)]
@@ -84,7 +84,7 @@ fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> DaemonError {
 /// Routes MCP `send_to_peer` calls to the router; the send's outcome comes back through a
 /// callback ([`SendReplyTo::on_outcome`]), so no thread waits for it.
 struct RouterBackend {
-    tx: Sender<RouterMsg>,
+    tx: RouterTx,
     fatal: Fatal,
 }
 
@@ -131,10 +131,12 @@ impl Backend for RouterBackend {
                 None => Err(gone_failure(&fatal)),
             })
         });
-        if let Err(crossbeam_channel::SendError(RouterMsg::Mcp { reply, .. })) =
+        if let Err(router::inbox::RouterGone(m)) =
             self.tx.send(RouterMsg::Mcp { creds, args, reply })
         {
-            reply.finish(Err(self.gone_failure()));
+            if let RouterMsg::Mcp { reply, .. } = *m {
+                reply.finish(Err(self.gone_failure()));
+            }
         }
     }
 
@@ -344,7 +346,7 @@ pub struct Running {
     /// The root's single-instance lock, held until the end of [`Running::shutdown`].
     lock: std::fs::File,
     control: control::Control,
-    router_tx: Sender<RouterMsg>,
+    router_tx: RouterTx,
     router_thread: std::thread::JoinHandle<()>,
     http: http::HttpServerHandle,
     fatal: Fatal,
@@ -360,7 +362,7 @@ pub struct Running {
 struct Wiring {
     cfg: Config,
     fatal: Fatal,
-    router_tx: Sender<RouterMsg>,
+    router_tx: RouterTx,
     started_ms: u64,
     /// What the federation threads and the router share (issue 28).
     hub: Arc<federation::hub::Hub>,
@@ -377,7 +379,7 @@ impl Daemon {
         let (cfg, fatal) = Self::prepare(paths)?;
         let (lock, listener) = Self::claim(paths)?;
         let sock = paths.socket();
-        let (router_tx, router_rx) = crossbeam_channel::unbounded();
+        let (router_tx, router_rx) = router::inbox::inbox();
         // The event bus (spec 10 §1): every event-log line the daemon writes, with history
         // from the durable logs.
         let bus = crate::eventbus::Bus::new();
@@ -668,7 +670,7 @@ impl Daemon {
     fn spawn_router(
         paths: &Paths,
         w: &Wiring,
-        router_rx: crossbeam_channel::Receiver<RouterMsg>,
+        router_rx: router::inbox::Inbox,
         info: DaemonInfo,
         bus: crate::eventbus::Bus,
         mut router_failed: UnixStream,

@@ -10,9 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crossbeam_channel::Sender;
-
-use super::router::RouterMsg;
+use super::router::{RouterMsg, RouterTx};
 use crate::eventlog::Event;
 use crate::paths::Paths;
 use crate::registry::Registry;
@@ -66,11 +64,7 @@ pub fn change(before: &Team, after: &Team) -> Option<Event> {
 /// ends when `stop` is raised or the router is gone.
 ///
 /// Errors: the thread cannot be started.
-pub fn spawn(
-    paths: Paths,
-    router: Sender<RouterMsg>,
-    stop: Arc<AtomicBool>,
-) -> std::io::Result<()> {
+pub fn spawn(paths: Paths, router: RouterTx, stop: Arc<AtomicBool>) -> std::io::Result<()> {
     let file = paths.registry();
     // The file's text, compared whole (a small file): its metadata can look the same across
     // two quick atomic writes (a reused inode, a coarse modification time).

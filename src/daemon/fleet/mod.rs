@@ -22,7 +22,6 @@ pub mod token;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use crossbeam_channel::Sender;
 use serde_json::json;
 
 use super::guard::Fatal;
@@ -30,7 +29,7 @@ use super::http::reply::Reply;
 use super::pool::Pool;
 use super::reply::{ReplyMsg, ReplyTo};
 use super::route::{Caller, SendArgs, SendInput};
-use super::router::RouterMsg;
+use super::router::{RouterMsg, RouterTx};
 use super::ui::auth::UI_HEADER;
 use crate::eventbus::{Bus, Subscription};
 use crate::names::Identity;
@@ -95,7 +94,7 @@ pub enum Begun {
 pub struct Fleet {
     paths: Paths,
     bus: Bus,
-    router: Sender<RouterMsg>,
+    router: RouterTx,
     fatal: Fatal,
     started_ms: u64,
     pool: Pool,
@@ -104,13 +103,7 @@ pub struct Fleet {
 impl Fleet {
     /// The fleet API of the daemon whose router listens on `router` and started at
     /// `started_ms` (epoch ms).
-    pub fn new(
-        paths: Paths,
-        bus: Bus,
-        router: Sender<RouterMsg>,
-        fatal: Fatal,
-        started_ms: u64,
-    ) -> Fleet {
+    pub fn new(paths: Paths, bus: Bus, router: RouterTx, fatal: Fatal, started_ms: u64) -> Fleet {
         Fleet {
             paths,
             bus,
@@ -368,10 +361,10 @@ impl Fleet {
                 Failure::new(Code::ShuttingDown, super::gone_reason(&fatal)).into()
             }))
         });
-        if let Err(crossbeam_channel::SendError(
-            RouterMsg::Control { reply, .. } | RouterMsg::Send { reply, .. },
-        )) = self.router.send(msg(reply))
-        {
+        if let Err(super::router::inbox::RouterGone(m)) = self.router.send(msg(reply)) {
+            let (RouterMsg::Control { reply, .. } | RouterMsg::Send { reply, .. }) = *m else {
+                return;
+            };
             reply.finish(Failure::new(
                 Code::ShuttingDown,
                 super::gone_reason(&self.fatal),

@@ -15,6 +15,7 @@ mod events;
 mod followup;
 mod ids;
 mod if_busy;
+pub mod inbox;
 mod launch;
 mod launch_plan;
 mod limits;
@@ -36,7 +37,7 @@ mod verbs;
 
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::{RecvTimeoutError, Sender};
 
 use super::lifecycle::Backoff;
 use super::mcp::{CallerCreds, SendArgs};
@@ -52,6 +53,7 @@ use crate::protocol::{Code, Failure, Pong, Request};
 use crate::runtime::{Adapter, RuntimeKind, WakeMode};
 use crate::session::handle::{Cause, EventSink, SessionEvent, SessionHandle, SessionStatus};
 use decide::Live;
+pub use inbox::RouterTx;
 use launch::Spawned;
 use now::Now;
 use sess_state::SessState;
@@ -244,7 +246,7 @@ pub struct Router {
     /// The router's own deferred work.
     timers: Timers,
     next_id: u64,
-    tx: Sender<RouterMsg>,
+    tx: RouterTx,
     /// What each session thread sends its events to: `tx`, wrapped.
     sessions: EventSink,
     shutdown: Option<Sender<()>>,
@@ -286,13 +288,7 @@ pub struct Router {
 impl Router {
     /// Build the router. `tx` must be the sender of the channel `run` will receive on; every
     /// event-log line the router and its sessions write is also published on `bus`.
-    pub fn new(
-        paths: Paths,
-        cfg: Config,
-        info: DaemonInfo,
-        tx: Sender<RouterMsg>,
-        bus: Bus,
-    ) -> Router {
+    pub fn new(paths: Paths, cfg: Config, info: DaemonInfo, tx: RouterTx, bus: Bus) -> Router {
         let tapped = |path, name, source| {
             TappedLog::new(EventLog::from_env(path, name), source, bus.clone())
         };
@@ -371,7 +367,7 @@ impl Router {
     }
 
     /// Run until shutdown completes or every sender is gone.
-    pub fn run(mut self, rx: Receiver<RouterMsg>) {
+    pub fn run(mut self, rx: inbox::Inbox) {
         self.now = Now::read();
         // The runtimes installed at start are the baseline of `notice_new_runtimes`.
         self.supervisor
