@@ -21,10 +21,10 @@
 //! peer `(approval)`, and the notice goes with the request.
 //!
 //! `approve`/`deny` of a prompt on a screen answers once the session has said what became
-//! of the answer (issue 27): taken (its prompt closed after the keys, or the
-//! runtime's API took it), asked again as a new request (with the session's reason), gone
-//! from the screen before it went in, the session ended — or, after
-//! [`APPROVAL_CONFIRM_WAIT`] without word, that it is unconfirmed ([`super::confirm`]). A hook's or a boot
+//! of the answer (issue 27, [`super::confirm`]): taken (its prompt closed after the keys,
+//! or the runtime's API took it), asked again as a new request (with the session's reason),
+//! gone from the screen before it went in, the session ended — or, after
+//! [`APPROVAL_CONFIRM_WAIT`] without word, that it is unconfirmed. A hook's or a boot
 //! dialog's answer is handed over at once and says so.
 
 use std::time::Duration;
@@ -397,7 +397,7 @@ impl Router {
 
     /// `approve` (`allow`) or `deny`: answer the request `id` and its asker, then `reply`
     /// ([`Router::decide_approval`]) with what became of the answer: at once for a hook or a
-    /// boot dialog, once the session says for a prompt on its screen ([`Confirming`]).
+    /// boot dialog, once the session says for a prompt on its screen ([`super::confirm`]).
     pub(crate) fn op_decide_approval(
         &mut self,
         id: &str,
