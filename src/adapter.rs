@@ -105,6 +105,10 @@ pub struct LaunchCtx<'a> {
     /// it on every request, spec 02 §4): a runtime whose MCP configuration is made at launch
     /// then sends it as the bearer and the session token in `X-IAPeer-Token`.
     pub bearer: bool,
+    /// The tool-call timeout a runtime whose MCP configuration is made at launch gives
+    /// iapeer's server: the daemon's send deadline plus a margin
+    /// ([`crate::runtime::mcp_tool_timeout`]).
+    pub tool_timeout: std::time::Duration,
 }
 
 /// Program, arguments and runtime-specific environment of one launch.

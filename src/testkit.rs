@@ -47,8 +47,8 @@ pub(crate) fn at_once(threads: usize, each: usize, write: impl Fn(usize, usize) 
     });
 }
 
-/// A fresh launch's context in `cwd` on port 8765: no system prompt, not gated, no bearer. A
-/// test changes what it needs with `LaunchCtx { mode: …, ..launch_ctx(…) }`.
+/// A fresh launch's context in `cwd` on port 8765: no system prompt, not gated, no bearer, the
+/// least tool-call timeout. A test changes what it needs with `LaunchCtx { mode: …, ..launch_ctx(…) }`.
 pub(crate) fn launch_ctx<'a>(
     paths: &'a crate::paths::Paths,
     cwd: &'a Path,
@@ -63,6 +63,7 @@ pub(crate) fn launch_ctx<'a>(
         port: 8765,
         gated: None,
         bearer: false,
+        tool_timeout: crate::runtime::MCP_TOOL_TIMEOUT,
     }
 }
 

@@ -126,7 +126,8 @@ fn turn_over(env: &TestEnv) {
 }
 
 /// The prompt `id` still waits for a human (nothing answered it from the screen) and its
-/// command has not run; `deny <id> not today` answers `denied <id> (<identity>)`.
+/// command has not run; `deny <id> not today` answers `denied <id> (<identity>)` and that
+/// the hook has it.
 fn deny_the_waiting_prompt(env: &TestEnv, id: &str, dir: &Path, identity: &str) {
     assert!(
         approvals(env).iter().any(|a| a["id"] == id),
@@ -135,8 +136,12 @@ fn deny_the_waiting_prompt(env: &TestEnv, id: &str, dir: &Path, identity: &str) 
     );
     assert!(!dir.join("denied").exists(), "the command ran unapproved");
     let out = env.ok(&["deny", id, "not today"]);
-    assert_eq!(out.trim(), format!("denied {id} ({identity})"));
+    assert_eq!(out.trim(), format!("denied {id} ({identity}): {HANDED}"));
 }
+
+/// What `approve`/`deny` of a gated peer's prompt says of the answer (issue 27): its hook has
+/// it, and nothing more is reported.
+pub(crate) const HANDED: &str = "handed to the session's permission hook, which answers the agent";
 
 /// The pending approval requests (`iapeer approvals --json`).
 pub(crate) fn approvals(env: &TestEnv) -> Vec<Value> {
@@ -218,7 +223,7 @@ fn a_gated_claude_peer_asks_a_human_and_approve_deny_and_timeout_decide() {
         "{text}"
     );
     let out = env.ok(&["approve", &id]);
-    assert_eq!(out.trim(), format!("approved {id} (claude-cb)"));
+    assert_eq!(out.trim(), format!("approved {id} (claude-cb): {HANDED}"));
     env.wait_until("the approved command ran", Duration::from_secs(60), |_| {
         dir.join("approved").exists()
     });
@@ -494,6 +499,12 @@ fn the_broker_long_polls_approves_over_http_and_denies_a_gone_hook_and_on_shutdo
     );
     assert_eq!(ok.status, 200, "{}", String::from_utf8_lossy(&ok.body));
     assert_eq!(ok.json()["decision"], "approve");
+    // What became of it (issue 27): a hook's answer is handed over at once.
+    assert_eq!(
+        ok.json()["outcome"],
+        json!({"kind": "handed", "to": "hook"})
+    );
+    assert_eq!(ok.json()["detail"], HANDED);
     let verdict = hook_answer(hook);
     assert_eq!(verdict, json!({"ok":true,"id":id,"allow":true}));
     let gone = crate::fleet::owner_request(
@@ -641,7 +652,7 @@ fn a_gated_codex_peer_asks_a_human_and_approve_deny_and_timeout_decide() {
     assert!(!config.contains("session-flags"), "{config}");
     assert!(!dir.join("approved").exists(), "the command ran unapproved");
     let out = env.ok(&["approve", &id]);
-    assert_eq!(out.trim(), format!("approved {id} (codex-cx)"));
+    assert_eq!(out.trim(), format!("approved {id} (codex-cx): {HANDED}"));
     env.wait_until("the approved command ran", Duration::from_secs(60), |_| {
         dir.join("approved").exists()
     });

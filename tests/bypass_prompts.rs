@@ -57,6 +57,10 @@ fn send_run(env: &TestEnv, command: &str) -> String {
     send(env, &format!("run {command}"))
 }
 
+/// What `approve`/`deny` of a prompt on Claude Code's screen says once its keys went in and
+/// the prompt closed (issue 27).
+const KEYED: &str = "taken: the answer was keyed in and the prompt closed";
+
 /// Send `message` to `cb` from `echo-ea`; the CLI's answer.
 fn send(env: &TestEnv, message: &str) -> String {
     env.ok(&[
@@ -216,8 +220,10 @@ fn a_bypass_peer_s_permission_prompt_is_an_approval_request() {
     assert!(out.contains(&format!("iapeer approve {id}")), "{out}");
     assert!(!out.contains("draft"), "{out}");
     assert!(made.join("a").exists(), "the command ran unapproved");
+    // The reply waits for the session's word (issue 27): the keys went in and the prompt
+    // closed.
     let out = env.ok(&["approve", &id]);
-    assert_eq!(out.trim(), format!("approved {id} (claude-cb)"));
+    assert_eq!(out.trim(), format!("approved {id} (claude-cb): {KEYED}"));
     env.wait_until("the approved command ran", Duration::from_secs(60), |_| {
         !made.join("a").exists()
     });
@@ -230,7 +236,7 @@ fn a_bypass_peer_s_permission_prompt_is_an_approval_request() {
     let a = pending_for(&env, "hook-asks");
     let id = a["id"].as_str().unwrap().to_string();
     let out = env.ok(&["deny", &id]);
-    assert_eq!(out.trim(), format!("denied {id} (claude-cb)"));
+    assert_eq!(out.trim(), format!("denied {id} (claude-cb): {KEYED}"));
     env.wait_until("the denied prompt closed", Duration::from_secs(60), |env| {
         env.screen("claude-cb").contains("Interrupted")
     });
@@ -258,7 +264,9 @@ fn a_bypass_peer_s_permission_prompt_is_an_approval_request() {
     // of the prompt showing, so the answer waits for the prompt to settle, and lands.
     send_run(&env, &format!("rm {}", made.join("d").display()));
     let a = pending_for(&env, "d");
-    env.ok(&["approve", a["id"].as_str().unwrap()]);
+    let id = a["id"].as_str().unwrap().to_string();
+    let out = env.ok(&["approve", &id]);
+    assert_eq!(out.trim(), format!("approved {id} (claude-cb): {KEYED}"));
     env.wait_until(
         "the command approved at once ran",
         Duration::from_secs(30),

@@ -20,6 +20,10 @@ use std::time::Duration;
 /// How long OpenCode may take to boot and answer under load.
 const WAIT: Duration = Duration::from_secs(90);
 
+/// What `approve`/`deny` of a prompt on OpenCode's screen says once its server took the
+/// answer and the prompt closed (issue 27).
+const TAKEN_BY_API: &str = "taken: the runtime's API took the answer and the prompt closed";
+
 fn opencode_bin() -> String {
     std::env::var("IAPEER_TEST_OPENCODE_BIN").unwrap_or_else(|_| {
         panic!("IAPEER_TEST_OPENCODE_BIN is not set: run scripts/test.sh (it installs OpenCode with scripts/setup-agents.sh)")
@@ -512,9 +516,10 @@ fn a_gated_opencode_peer_asks_a_human_and_approve_and_deny_decide() {
     let a = pending_for(&env, "Shell command", approved_cmd);
     let id = a["id"].as_str().unwrap().to_string();
     assert!(!approved.exists(), "the command ran before an answer");
+    // The reply waits for the session's word (issue 27): OpenCode's server took it.
     assert_eq!(
         env.ok(&["approve", &id]).trim(),
-        format!("approved {id} (opencode-oc)")
+        format!("approved {id} (opencode-oc): {TAKEN_BY_API}")
     );
     env.wait_until("the approved command ran", WAIT, |_| approved.exists());
     env.wait_until("the approved request is gone", WAIT, |e| {
@@ -557,7 +562,7 @@ fn a_gated_opencode_peer_asks_a_human_and_approve_and_deny_decide() {
     let id = a["id"].as_str().unwrap().to_string();
     assert_eq!(
         env.ok(&["deny", &id]).trim(),
-        format!("denied {id} (opencode-oc)")
+        format!("denied {id} (opencode-oc): {TAKEN_BY_API}")
     );
     env.wait_until("the denied prompt closed", WAIT, |e| {
         oc_approvals(e).is_empty() && !e.screen("opencode-oc").contains("Permission required")
@@ -585,7 +590,8 @@ fn a_gated_opencode_peer_asks_a_human_and_approve_and_deny_decide() {
     assert!(out.starts_with("delivered to oc (opencode)"), "{out}");
     let a = pending_for(&env, "WebFetch", url);
     let id = a["id"].as_str().unwrap().to_string();
-    env.ok(&["approve", &id]);
+    // The reply says so (issue 27): not taken, asked again as the new request, why; exit 1.
+    let (said, _) = env.fails(&["approve", &id], 1);
     let again = pending_for(
         &env,
         "WebFetch",
@@ -596,6 +602,15 @@ fn a_gated_opencode_peer_asks_a_human_and_approve_and_deny_decide() {
         ),
     );
     assert_ne!(again["id"], id, "{again}");
+    let again_id = again["id"].as_str().unwrap();
+    assert_eq!(
+        said.trim(),
+        format!(
+            "approve {id} (opencode-oc): NOT taken — the runtime did not take the last answer \
+             through its API; answer it on the agent's screen (iapeer attach); asked again as \
+             {again_id} (iapeer approve {again_id} | iapeer deny {again_id})"
+        )
+    );
     assert!(
         env.log("daemon")
             .contains("the runtime's API did not take the answer"),

@@ -251,7 +251,10 @@ fn approvals_and_logs_show_a_gated_agents_command_inert() {
 
     // The answer names the prompt and who asked, in plain words; the hook gets the decision.
     let denied = inert(&stdout_of(&env, &["deny", &id, "not today"]), "deny");
-    assert_eq!(denied, format!("denied {id} (echo-ea)\n"));
+    assert_eq!(
+        denied,
+        format!("denied {id} (echo-ea): {}\n", crate::approvals::HANDED)
+    );
     assert_eq!(
         hook.decision(),
         serde_json::json!({"behavior": "deny", "message": "not today"})

@@ -86,15 +86,37 @@ pub fn decide(inv: &Invocation, allow: bool) -> CliResult {
     };
     match answer {
         Answer::Ok(r) => {
-            let verb = if allow { "approved" } else { "denied" };
-            let text = format!(
-                "{verb} {} ({})\n",
-                crate::visible::line(&r.id),
-                crate::visible::line(&r.identity)
-            );
-            done(inv, &r, &text)
+            done(inv, &r, &decided(&r, allow))?;
+            if r.taken() {
+                Ok(())
+            } else {
+                Err(CliError::Exit(1))
+            }
         }
         Answer::Failed(f) => Err(CliError::Refused(f)),
+    }
+}
+
+/// The text of `approve`/`deny`: `approved <id> (<identity>): <what became of it>` when the
+/// answer reached the agent (its prompt took it, or its hook or booting dialog has it);
+/// `approve <id> (<identity>): NOT taken — …` (or `NOT confirmed`) when not, and the verb
+/// exits 1.
+fn decided(r: &crate::protocol::ApprovalDone, allow: bool) -> String {
+    let verb = match (allow, r.taken()) {
+        (true, true) => "approved",
+        (false, true) => "denied",
+        (true, false) => "approve",
+        (false, false) => "deny",
+    };
+    let head = format!(
+        "{verb} {} ({})",
+        crate::visible::line(&r.id),
+        crate::visible::line(&r.identity)
+    );
+    if r.detail.is_empty() {
+        format!("{head}\n")
+    } else {
+        format!("{head}: {}\n", crate::visible::line(&r.detail))
     }
 }
 
@@ -176,6 +198,57 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    /// Issue 27: `approve`/`deny` says what became of the answer, and a verb whose answer
+    /// the agent did not take does not say `approved`.
+    #[test]
+    fn the_reply_says_whether_the_agent_took_the_answer() {
+        use crate::protocol::{ApprovalDone, ApprovalOutcome};
+        let reply = |outcome: ApprovalOutcome| {
+            let detail = outcome.describe("approve");
+            ApprovalDone {
+                id: "ap-0123abcd".into(),
+                decision: "approve".into(),
+                identity: "claude-cb".into(),
+                outcome: Some(outcome),
+                detail,
+            }
+        };
+        let taken = reply(ApprovalOutcome::Taken { by: "keys".into() });
+        assert_eq!(
+            decided(&taken, true),
+            "approved ap-0123abcd (claude-cb): taken: the answer was keyed in and the prompt \
+             closed\n"
+        );
+        let again = reply(ApprovalOutcome::AskedAgain {
+            again: Some("ap-89abcdef".into()),
+            reason: "the runtime did not take it".into(),
+        });
+        assert!(!again.taken());
+        assert_eq!(
+            decided(&again, true),
+            "approve ap-0123abcd (claude-cb): NOT taken — the runtime did not take it; asked \
+             again as ap-89abcdef (iapeer approve ap-89abcdef | iapeer deny ap-89abcdef)\n"
+        );
+        let late = reply(ApprovalOutcome::Unconfirmed { waited_ms: 15_020 });
+        assert!(
+            decided(&late, false).starts_with(
+                "deny ap-0123abcd (claude-cb): NOT confirmed — no \
+                 word from the session in 15 s"
+            ),
+            "{}",
+            decided(&late, false)
+        );
+        let hook = reply(ApprovalOutcome::Handed { to: "hook".into() });
+        assert!(hook.taken());
+        assert!(decided(&hook, false).starts_with("denied ap-0123abcd (claude-cb): handed"));
+        // The typed document.
+        let doc = serde_json::to_value(&again).unwrap();
+        assert_eq!(doc["outcome"]["kind"], "asked-again");
+        assert_eq!(doc["outcome"]["again"], "ap-89abcdef");
+        assert_eq!(doc["outcome"]["reason"], "the runtime did not take it");
+        assert!(doc["detail"].as_str().unwrap().starts_with("NOT taken"));
     }
 
     /// Issue 26 item 4: `curl …|sh #\r\e[2Kls -la` showed as `ls -la`; OSC 52 and 8-bit

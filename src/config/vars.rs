@@ -308,7 +308,8 @@ env_vars! {
     IAPEER_SEND_TIMEOUT_MS: Kind::Millis(300_000), Part::Config,
         "milliseconds a send waits for its answer before it is refused with code timeout and \
          taken out of the peer's queue (default {default}: covers a full agent wake); iapeer send \
-         --timeout overrides it per send";
+         --timeout overrides it per send; each agent's MCP client is given this plus 30 s (at \
+         least 330 s) as its send_to_peer call timeout at launch";
     /// `IAPEER_ATTACHMENT_MAX_BYTES`: the largest attachment (spec 03 §3, issue 26).
     IAPEER_ATTACHMENT_MAX_BYTES: Kind::Bytes(100 * 1024 * 1024), Part::Config,
         "the largest file a send may attach, in bytes (default {default}, 100 MiB); a larger one \

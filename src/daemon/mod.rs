@@ -498,16 +498,13 @@ impl Daemon {
         for w in warnings {
             log::warn!("{w}");
         }
-        let client_limit =
-            crate::runtime::MCP_TOOL_TIMEOUT - crate::runtime::MCP_TOOL_TIMEOUT_MARGIN;
-        if cfg.send_timeout > client_limit {
-            log::warn!(
-                "IAPEER_SEND_TIMEOUT_MS is {} ms, but the agents' MCP clients are configured to \
-                 give up on a send_to_peer call after {} s: a send held longer fails on the \
-                 agent's side although it may be delivered; set it to at most {} ms",
+        if cfg.send_timeout > crate::config::vars::IAPEER_SEND_TIMEOUT_MS.default_duration() {
+            // The agents' MCP clients are given the longer wait at each launch (issue 27).
+            log::info!(
+                "IAPEER_SEND_TIMEOUT_MS is {} ms: the agents' MCP clients get a tool-call \
+                 timeout of {} s from their next launch",
                 cfg.send_timeout.as_millis(),
-                crate::runtime::MCP_TOOL_TIMEOUT.as_secs(),
-                client_limit.as_millis()
+                crate::runtime::mcp_tool_timeout(cfg.send_timeout).as_secs()
             );
         }
         raise_fd_limit();

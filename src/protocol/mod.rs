@@ -941,7 +941,9 @@ pub struct ApprovalsReply {
     pub approvals: Vec<ApprovalInfo>,
 }
 
-/// `approve`/`deny` → `{"ok":true,"id":…,"decision":"approve"|"deny","identity":…}`.
+/// `approve`/`deny` → `{"ok":true,"id":…,"decision":"approve"|"deny","identity":…,
+/// "outcome":{"kind":…},"detail":…}`: answered once the session has said what became of the
+/// answer, or after [`APPROVAL_CONFIRM_WAIT`] without word.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApprovalDone {
     /// The approval id.
@@ -950,6 +952,113 @@ pub struct ApprovalDone {
     pub decision: String,
     /// The session that asked.
     pub identity: String,
+    /// What became of the answer (absent from a daemon older than this field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<ApprovalOutcome>,
+    /// [`ApprovalOutcome::describe`] of `outcome`: one line for a person.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+}
+
+impl ApprovalDone {
+    /// Whether the answer is known to have reached the agent (or its hook, or its boot).
+    pub fn taken(&self) -> bool {
+        self.outcome.as_ref().is_none_or(ApprovalOutcome::taken)
+    }
+}
+
+/// The longest `approve`/`deny` of a permission prompt on an agent's screen waits for the
+/// session to say what became of the answer: the session gives up on an answer its prompt
+/// did not take within 10 s (`session::prompts::ANSWER_LIMIT`) and asks again, so by then it
+/// has said one or the other; 5 s more for a prompt that settles first, the keys' gaps and a
+/// loaded machine.
+pub const APPROVAL_CONFIRM_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// What became of a human's answer to an approval request (`approve`/`deny`'s `outcome`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ApprovalOutcome {
+    /// Handed over where nothing more is reported: a gated session's permission hook got it
+    /// (the hook answers the agent), or a booting session got its dialog's choice.
+    Handed {
+        /// `hook` or `boot-dialog`.
+        to: String,
+    },
+    /// The agent took it: its prompt closed after the answer went in.
+    Taken {
+        /// `keys` (keyed in on the prompt) or `runtime` (given through the runtime's API).
+        by: String,
+    },
+    /// The agent did not take it; the prompt is asked again as a new request.
+    AskedAgain {
+        /// The new request's id (absent when the session did not report it in time).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        again: Option<String>,
+        /// Why, as the session says it.
+        reason: String,
+    },
+    /// The prompt left the agent's screen before the answer went in (answered there by
+    /// someone attached, or its turn ended).
+    PromptGone,
+    /// The session ended before it said.
+    SessionEnded,
+    /// The daemon is stopping.
+    Shutdown,
+    /// No word from the session within `waited_ms` ([`APPROVAL_CONFIRM_WAIT`]).
+    Unconfirmed {
+        /// How long the answer waited.
+        waited_ms: u64,
+    },
+}
+
+impl ApprovalOutcome {
+    /// Whether the answer is known to have reached the agent, its hook or its boot.
+    pub fn taken(&self) -> bool {
+        matches!(
+            self,
+            ApprovalOutcome::Handed { .. } | ApprovalOutcome::Taken { .. }
+        )
+    }
+
+    /// One line for a person, after `approved <id> (<identity>)` (`verb`: `approve` or
+    /// `deny`).
+    pub fn describe(&self, verb: &str) -> String {
+        match self {
+            ApprovalOutcome::Handed { to } if to == "hook" => {
+                "handed to the session's permission hook, which answers the agent".into()
+            }
+            ApprovalOutcome::Handed { .. } => "handed to the booting session's dialog".into(),
+            ApprovalOutcome::Taken { by } if by == "runtime" => {
+                "taken: the runtime's API took the answer and the prompt closed".into()
+            }
+            ApprovalOutcome::Taken { .. } => {
+                "taken: the answer was keyed in and the prompt closed".into()
+            }
+            ApprovalOutcome::AskedAgain { again, reason } => match again {
+                Some(id) => format!(
+                    "NOT taken — {reason}; asked again as {id} (iapeer approve {id} | \
+                     iapeer deny {id})"
+                ),
+                None => format!("NOT taken — {reason}; iapeer approvals lists it again"),
+            },
+            ApprovalOutcome::PromptGone => format!(
+                "NOT taken — the prompt left the agent's screen before the answer went in \
+                 (answered there, or its turn ended); nothing to {verb} now"
+            ),
+            ApprovalOutcome::SessionEnded => {
+                "NOT confirmed — the session ended before its prompt took the answer".into()
+            }
+            ApprovalOutcome::Shutdown => {
+                "NOT confirmed — the daemon is stopping; the session ends with it".into()
+            }
+            ApprovalOutcome::Unconfirmed { waited_ms } => format!(
+                "NOT confirmed — no word from the session in {} s that its prompt took the \
+                 answer; look with iapeer screen or iapeer attach, and iapeer approvals \
+                 lists it again if it is asked again",
+                waited_ms / 1000
+            ),
+        }
+    }
 }
 
 /// `approval-request` → `{"ok":true,"id":…,"allow":true}` or

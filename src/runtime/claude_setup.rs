@@ -11,8 +11,9 @@ use crate::fsutil::{write_json_atomic, MODE_SHARED};
 /// The `mcpServers.iapeer` entry. The URL expands `IAPEER_PORT` (the daemon exports the real
 /// port to every session); the identity header falls back to this peer's claude identity.
 /// With `bearer` (the daemon requires `IAPEER_BEARER_TOKEN`), `Authorization` carries the
-/// bearer and the session token travels in `X-IAPeer-Token`.
-pub fn server_entry(personality: &str, bearer: bool) -> Value {
+/// bearer and the session token travels in `X-IAPeer-Token`. `timeout` is the tool-call
+/// timeout ([`super::mcp_tool_timeout`]).
+pub fn server_entry(personality: &str, bearer: bool, timeout: std::time::Duration) -> Value {
     let mut headers = Map::new();
     headers.insert(
         "X-IAPeer-Identity".into(),
@@ -31,7 +32,7 @@ pub fn server_entry(personality: &str, bearer: bool) -> Value {
         "type": "http",
         "url": "http://127.0.0.1:${IAPEER_PORT:-8765}/mcp",
         "headers": headers,
-        "timeout": super::MCP_TOOL_TIMEOUT_MS,
+        "timeout": super::timeout_ms(timeout),
     })
 }
 
@@ -69,7 +70,8 @@ pub fn setup(cwd: &Path, personality: &str, bearer: bool) -> Result<(), SetupErr
     if !servers.is_object() {
         *servers = json!({});
     }
-    servers["iapeer"] = server_entry(personality, bearer);
+    // The daemon's own send deadline is not known here: its refresh at each launch raises it.
+    servers["iapeer"] = server_entry(personality, bearer, super::MCP_TOOL_TIMEOUT);
     write_json_atomic(&mcp_path, &Value::Object(mcp), MODE_SHARED)
         .map_err(SetupError::io("write", &mcp_path))?;
     enable_in_settings(cwd)
@@ -98,8 +100,8 @@ fn enable_in_settings(cwd: &Path) -> Result<(), SetupError> {
 }
 
 /// The `iapeer` entry brought to the current form (spec 08 §2–§5 migration, issue 11 item 1):
-/// `current`'s keys win but `timeout`, which stays the user's when it is longer
-/// ([`super::tool_timeout_ms_at_least`]); every other key of `existing` is kept, and
+/// `current`'s keys win but `timeout`, which stays the user's when it is longer than
+/// `current`'s ([`super::tool_timeout_ms_at_least`]); every other key of `existing` is kept, and
 /// so are the user's own headers, except the session-token headers iapeer owns
 /// (`Authorization`, `X-IAPeer-Token`), which follow `current`. A non-object `existing`
 /// gives `current`.
@@ -127,7 +129,11 @@ pub fn upgraded_entry(existing: &Value, current: &Value) -> Value {
         } else if k == "timeout" {
             out.insert(
                 k.clone(),
-                super::tool_timeout_ms_at_least(old.get("timeout")),
+                super::tool_timeout_ms_at_least(
+                    old.get("timeout"),
+                    v.as_u64()
+                        .unwrap_or(super::timeout_ms(super::MCP_TOOL_TIMEOUT)),
+                ),
             );
         } else {
             out.insert(k.clone(), v.clone());
@@ -140,11 +146,16 @@ pub fn upgraded_entry(existing: &Value, current: &Value) -> Value {
 /// daemon does this at every wake, so a `.mcp.json` written by the original tool, which
 /// sends only the identity header, gets the session token). Other servers and keys are kept;
 /// the file is written only when it changes, and `enabledMcpjsonServers` is made to list
-/// `iapeer`. A folder without an `iapeer` entry is left alone (the user removed it).
-/// Returns whether anything was written.
+/// `iapeer`; its `timeout` becomes at least `tool_timeout`. A folder without an `iapeer`
+/// entry is left alone (the user removed it). Returns whether anything was written.
 ///
 /// Errors: a file that cannot be read or written (text names the file).
-pub fn refresh(cwd: &Path, personality: &str, bearer: bool) -> Result<bool, SetupError> {
+pub fn refresh(
+    cwd: &Path,
+    personality: &str,
+    bearer: bool,
+    tool_timeout: std::time::Duration,
+) -> Result<bool, SetupError> {
     let mcp_path = cwd.join(".mcp.json");
     let text = match std::fs::read_to_string(&mcp_path) {
         Ok(t) => t,
@@ -157,7 +168,7 @@ pub fn refresh(cwd: &Path, personality: &str, bearer: bool) -> Result<bool, Setu
     let Some(existing) = mcp.get("mcpServers").and_then(|s| s.get("iapeer")).cloned() else {
         return Ok(false);
     };
-    let entry = upgraded_entry(&existing, &server_entry(personality, bearer));
+    let entry = upgraded_entry(&existing, &server_entry(personality, bearer, tool_timeout));
     let mut changed = false;
     if entry != existing {
         mcp["mcpServers"]["iapeer"] = entry;
@@ -182,6 +193,7 @@ pub fn refresh(cwd: &Path, personality: &str, bearer: bool) -> Result<bool, Setu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::MCP_TOOL_TIMEOUT;
 
     /// The JSON file `name` in `dir`, parsed.
     fn json_in(dir: &Path, name: &str) -> Value {
@@ -244,39 +256,57 @@ mod tests {
                        "headers": {"X-IAPeer-Identity": "${PEER_IDENTITY:-claude-bob}", "X-Mine": "1"}},
             "other": {"command": "x"}}});
         std::fs::write(dir.path().join(".mcp.json"), original.to_string()).unwrap();
-        assert!(refresh(dir.path(), "bob", false).unwrap());
+        assert!(refresh(dir.path(), "bob", false, MCP_TOOL_TIMEOUT).unwrap());
         let v = json_in(dir.path(), ".mcp.json");
         let e = &v["mcpServers"]["iapeer"];
         assert_eq!(e["headers"]["Authorization"], "Bearer ${IAPEER_TOKEN}");
         assert_eq!(e["headers"]["X-Mine"], "1");
         // A user's timeout under the longest a send is held is raised to it (issue 27).
-        assert_eq!(e["timeout"], crate::runtime::MCP_TOOL_TIMEOUT_MS);
         assert_eq!(e["timeout"], 330_000);
         assert_eq!(e["url"], "http://127.0.0.1:${IAPEER_PORT:-8765}/mcp");
         assert_eq!(v["mcpServers"]["other"]["command"], "x");
         // Current now: nothing more to do, nothing written.
-        assert!(!refresh(dir.path(), "bob", false).unwrap());
+        assert!(!refresh(dir.path(), "bob", false, MCP_TOOL_TIMEOUT).unwrap());
         // A longer one of the user's is kept.
         let mut longer = json_in(dir.path(), ".mcp.json");
         longer["mcpServers"]["iapeer"]["timeout"] = json!(900_000);
         std::fs::write(dir.path().join(".mcp.json"), longer.to_string()).unwrap();
-        assert!(!refresh(dir.path(), "bob", false).unwrap());
+        assert!(!refresh(dir.path(), "bob", false, MCP_TOOL_TIMEOUT).unwrap());
         assert_eq!(
             json_in(dir.path(), ".mcp.json")["mcpServers"]["iapeer"]["timeout"],
             900_000
         );
         // Bearer mode moves the token to its own header.
-        assert!(refresh(dir.path(), "bob", true).unwrap());
+        assert!(refresh(dir.path(), "bob", true, MCP_TOOL_TIMEOUT).unwrap());
         assert_bearer_headers(dir.path());
+    }
+
+    /// Issue 27: a daemon whose send deadline is longer than the default (here 20 min) raises
+    /// the entry a peer's birth wrote to its own send deadline plus the margin, at launch;
+    /// a user's still longer one stays.
+    #[test]
+    fn the_daemon_s_longer_send_deadline_raises_the_timeout_at_launch() {
+        let dir = tempfile::tempdir().unwrap();
+        setup(dir.path(), "bob", false).unwrap();
+        let timeout =
+            |dir: &Path| json_in(dir, ".mcp.json")["mcpServers"]["iapeer"]["timeout"].clone();
+        assert_eq!(timeout(dir.path()), 330_000, "a birth writes the least");
+        let daemon = crate::runtime::mcp_tool_timeout(std::time::Duration::from_secs(1200));
+        assert!(refresh(dir.path(), "bob", false, daemon).unwrap());
+        assert_eq!(timeout(dir.path()), 1_230_000);
+        assert!(!refresh(dir.path(), "bob", false, daemon).unwrap());
+        // Back to the default: the longer one written stays (a longer wait does no harm).
+        assert!(!refresh(dir.path(), "bob", false, MCP_TOOL_TIMEOUT).unwrap());
+        assert_eq!(timeout(dir.path()), 1_230_000);
     }
 
     #[test]
     fn a_folder_without_the_entry_is_left_alone() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(!refresh(dir.path(), "bob", false).unwrap());
+        assert!(!refresh(dir.path(), "bob", false, MCP_TOOL_TIMEOUT).unwrap());
         assert!(!dir.path().join(".mcp.json").exists());
         std::fs::write(dir.path().join(".mcp.json"), r#"{"mcpServers":{}}"#).unwrap();
-        assert!(!refresh(dir.path(), "bob", false).unwrap());
+        assert!(!refresh(dir.path(), "bob", false, MCP_TOOL_TIMEOUT).unwrap());
         assert!(!dir.path().join(".claude").exists());
     }
 }

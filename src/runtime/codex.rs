@@ -430,7 +430,7 @@ impl Adapter for Codex {
             "-c".into(),
             format!(
                 "mcp_servers.iapeer.tool_timeout_sec={}",
-                super::MCP_TOOL_TIMEOUT.as_secs()
+                ctx.tool_timeout.as_secs()
             )
             .into(),
         ]);
@@ -830,6 +830,16 @@ mod tests {
             "{args:?}"
         );
         assert_eq!(&args[args.len() - 2..], &["--model", "o3"]);
+        // A daemon with a longer send deadline gives the MCP client its own (issue 27).
+        let longer = LaunchCtx {
+            tool_timeout: crate::runtime::mcp_tool_timeout(std::time::Duration::from_secs(900)),
+            ..ctx
+        };
+        let args: Vec<String> = c.command(&longer).unwrap().arg_strings();
+        assert!(
+            args.contains(&"mcp_servers.iapeer.tool_timeout_sec=930".to_string()),
+            "{args:?}"
+        );
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub fn settings_path() -> Option<PathBuf> {
 /// `16-resumed-trusted-call`). With `bearer` (the daemon requires `IAPEER_BEARER_TOKEN`, a
 /// host-wide mode like this file), `Authorization` carries that bearer and the session token
 /// travels in `X-IAPeer-Token` (spec 02 §4).
-pub fn server_entry(url: &str, bearer: bool) -> Value {
+pub fn server_entry(url: &str, bearer: bool, timeout: std::time::Duration) -> Value {
     let mut headers = Map::new();
     if bearer {
         headers.insert(
@@ -50,7 +50,7 @@ pub fn server_entry(url: &str, bearer: bool) -> Value {
         "httpUrl": url,
         "headers": headers,
         "trust": true,
-        "timeout": super::MCP_TOOL_TIMEOUT_MS,
+        "timeout": super::timeout_ms(timeout),
     })
 }
 
@@ -59,10 +59,15 @@ const TOKEN_HEADER: &str = "X-IAPeer-Token";
 
 /// Put iapeer's entry for `url` (in `bearer` mode or not, [`server_entry`]) into `settings`
 /// (pure): added when absent; an existing entry gets iapeer's keys (`httpUrl`, its headers,
-/// `trust`, a `timeout` of at least [`super::MCP_TOOL_TIMEOUT_MS`]) and keeps any other key
+/// `trust`, a `timeout` of at least `timeout`, [`super::mcp_tool_timeout`]) and keeps any other key
 /// the user gave it; out of bearer mode a left-over
 /// `X-IAPeer-Token` header goes. Returns whether `settings` changed.
-pub fn merge_server(settings: &mut Map<String, Value>, url: &str, bearer: bool) -> bool {
+pub fn merge_server(
+    settings: &mut Map<String, Value>,
+    url: &str,
+    bearer: bool,
+    timeout: std::time::Duration,
+) -> bool {
     let before = settings.clone();
     let servers = settings
         .entry("mcpServers")
@@ -70,7 +75,7 @@ pub fn merge_server(settings: &mut Map<String, Value>, url: &str, bearer: bool) 
     if !servers.is_object() {
         *servers = Value::Object(Map::new());
     }
-    let Value::Object(entry) = server_entry(url, bearer) else {
+    let Value::Object(entry) = server_entry(url, bearer, timeout) else {
         return false;
     };
     let own = servers
@@ -92,7 +97,10 @@ pub fn merge_server(settings: &mut Map<String, Value>, url: &str, bearer: bool) 
                         }
                     }
                     ("timeout", existing) => {
-                        let ms = super::tool_timeout_ms_at_least(existing.as_deref());
+                        let ms = super::tool_timeout_ms_at_least(
+                            existing.as_deref(),
+                            super::timeout_ms(timeout),
+                        );
                         own.insert(k, ms);
                     }
                     _ => {
@@ -124,9 +132,14 @@ fn read_settings(path: &Path) -> Result<Map<String, Value>, SetupError> {
 /// whether it changed.
 ///
 /// Errors: as [`read_settings`]; the write's [`SetupError::Io`].
-pub fn refresh_at(path: &Path, url: &str, bearer: bool) -> Result<bool, SetupError> {
+pub fn refresh_at(
+    path: &Path,
+    url: &str,
+    bearer: bool,
+    timeout: std::time::Duration,
+) -> Result<bool, SetupError> {
     let mut settings = read_settings(path)?;
-    if !merge_server(&mut settings, url, bearer) {
+    if !merge_server(&mut settings, url, bearer, timeout) {
         return Ok(false);
     }
     if let Some(dir) = path.parent() {
@@ -138,28 +151,36 @@ pub fn refresh_at(path: &Path, url: &str, bearer: bool) -> Result<bool, SetupErr
 }
 
 /// What a gemini peer's birth writes: iapeer's entry in the user's settings (`bearer`: the
-/// daemon's mode, as [`server_entry`]).
+/// daemon's mode, as [`server_entry`]), with the least tool-call timeout
+/// ([`super::MCP_TOOL_TIMEOUT`]: the daemon's own send deadline is not known here; its
+/// [`refresh`] at each wake raises it).
 ///
 /// Errors: [`SetupError::FixAndRetry`] around [`refresh_at`]'s.
 pub fn setup(mcp_url: &str, bearer: bool) -> Result<(), SetupError> {
-    refresh(mcp_url, bearer)
+    refresh(mcp_url, bearer, super::MCP_TOOL_TIMEOUT)
         .map(|_| ())
         .map_err(|e| SetupError::FixAndRetry(Box::new(e)))
 }
 
 /// What the daemon does at every wake of a gemini peer: the entry brought to the running
-/// daemon's URL and its `bearer` mode (a switch of mode rewrites the headers). Returns
-/// whether the file changed.
+/// daemon's URL and its `bearer` mode (a switch of mode rewrites the headers), its
+/// `timeout` at least `tool_timeout` ([`super::mcp_tool_timeout`]). Returns whether the file
+/// changed.
 ///
 /// Errors: [`SetupError::NoGeminiHome`] without `HOME`; as [`refresh_at`].
-pub fn refresh(mcp_url: &str, bearer: bool) -> Result<bool, SetupError> {
+pub fn refresh(
+    mcp_url: &str,
+    bearer: bool,
+    tool_timeout: std::time::Duration,
+) -> Result<bool, SetupError> {
     let path = settings_path().ok_or(SetupError::NoGeminiHome)?;
-    refresh_at(&path, mcp_url, bearer)
+    refresh_at(&path, mcp_url, bearer, tool_timeout)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::MCP_TOOL_TIMEOUT;
 
     #[test]
     fn the_entry_is_merged_into_the_user_s_settings_and_theirs_are_kept() {
@@ -170,7 +191,7 @@ mod tests {
                              "iapeer":{"timeout":5000,"httpUrl":"http://old/mcp",
                                        "headers":{"X-Mine":"1"}}}}"#,
         );
-        assert!(refresh_at(&path, "http://127.0.0.1:9/mcp", false).unwrap());
+        assert!(refresh_at(&path, "http://127.0.0.1:9/mcp", false, MCP_TOOL_TIMEOUT).unwrap());
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(v["security"]["auth"]["selectedType"], "gemini-api-key");
         assert_eq!(v["mcpServers"]["other"]["command"], "x");
@@ -182,10 +203,10 @@ mod tests {
         assert_eq!(own["headers"]["X-Mine"], "1");
         assert_eq!(own["headers"]["Authorization"], "Bearer ${IAPEER_TOKEN}");
         // Idempotent: nothing to write the second time.
-        assert!(!refresh_at(&path, "http://127.0.0.1:9/mcp", false).unwrap());
+        assert!(!refresh_at(&path, "http://127.0.0.1:9/mcp", false, MCP_TOOL_TIMEOUT).unwrap());
         // A new file is made.
         let fresh = dir.path().join("new/.gemini/settings.json");
-        assert!(refresh_at(&fresh, "http://127.0.0.1:9/mcp", false).unwrap());
+        assert!(refresh_at(&fresh, "http://127.0.0.1:9/mcp", false, MCP_TOOL_TIMEOUT).unwrap());
         assert!(fresh.is_file());
     }
 
@@ -193,7 +214,7 @@ mod tests {
     fn a_settings_file_that_is_not_json_is_left_alone() {
         let text = "{ // a comment\n \"theme\": \"x\" }";
         let (_dir, path) = crate::testkit::temp_file("settings.json", text);
-        let err = refresh_at(&path, "http://127.0.0.1:9/mcp", false).unwrap_err();
+        let err = refresh_at(&path, "http://127.0.0.1:9/mcp", false, MCP_TOOL_TIMEOUT).unwrap_err();
         assert!(err.to_string().contains("settings.json"), "{err}");
         assert!(err.to_string().contains("left it alone"), "{err}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
@@ -201,10 +222,10 @@ mod tests {
 
     #[test]
     fn the_entry_follows_the_daemon_s_bearer_mode() {
-        let plain = server_entry("http://u/mcp", false);
+        let plain = server_entry("http://u/mcp", false, MCP_TOOL_TIMEOUT);
         assert_eq!(plain["headers"]["Authorization"], "Bearer ${IAPEER_TOKEN}");
         assert_eq!(plain["headers"].get(TOKEN_HEADER), None);
-        let bearer = server_entry("http://u/mcp", true);
+        let bearer = server_entry("http://u/mcp", true, MCP_TOOL_TIMEOUT);
         assert_eq!(
             bearer["headers"]["Authorization"],
             "Bearer ${IAPEER_BEARER_TOKEN}"
@@ -225,19 +246,19 @@ mod tests {
             let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
             v["mcpServers"]["iapeer"]["headers"].clone()
         };
-        assert!(refresh_at(&path, url, false).unwrap());
+        assert!(refresh_at(&path, url, false, MCP_TOOL_TIMEOUT).unwrap());
         let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         v["mcpServers"]["iapeer"]["headers"]["X-Mine"] = json!("1");
         std::fs::write(&path, v.to_string()).unwrap();
         // Plain -> bearer: the bearer replaces the session token, which moves to its header.
-        assert!(refresh_at(&path, url, true).unwrap());
+        assert!(refresh_at(&path, url, true, MCP_TOOL_TIMEOUT).unwrap());
         let h = headers(&path);
         assert_eq!(h["Authorization"], "Bearer ${IAPEER_BEARER_TOKEN}");
         assert_eq!(h[TOKEN_HEADER], "${IAPEER_TOKEN}");
         assert_eq!(h["X-Mine"], "1");
-        assert!(!refresh_at(&path, url, true).unwrap());
+        assert!(!refresh_at(&path, url, true, MCP_TOOL_TIMEOUT).unwrap());
         // Bearer -> plain: back to the session token as the bearer, its own header gone.
-        assert!(refresh_at(&path, url, false).unwrap());
+        assert!(refresh_at(&path, url, false, MCP_TOOL_TIMEOUT).unwrap());
         let h = headers(&path);
         assert_eq!(h["Authorization"], "Bearer ${IAPEER_TOKEN}");
         assert_eq!(h.get(TOKEN_HEADER), None);

@@ -43,15 +43,17 @@ pub use crate::adapter::{
 use crate::paths::Paths;
 use crate::runtime_table::{Class, McpClient, CLAUDE, CODEX, ECHO, GEMINI, OPENCODE};
 
-/// What iapeer adds to the longest a `send_to_peer` call is held for [`MCP_TOOL_TIMEOUT`]:
-/// room for the answer after the send deadline (a send the session held is taken back first,
-/// then failed as a timeout) and for a loaded machine.
+/// What iapeer adds to the longest a `send_to_peer` call is held for the tool-call timeout
+/// it writes ([`mcp_tool_timeout`]): room for the answer after the send deadline (a send the
+/// session held is taken back first, then failed as a timeout) and for a loaded machine.
 pub const MCP_TOOL_TIMEOUT_MARGIN: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// The tool-call timeout iapeer writes for its own MCP server into each agent's MCP client
-/// (issue 27): the longest the daemon holds a `send_to_peer` call, the send deadline
-/// (`IAPEER_SEND_TIMEOUT_MS`, 300 s by default, spec 03 §1; a wake's boot runs within it),
-/// plus [`MCP_TOOL_TIMEOUT_MARGIN`]: 330 s. OpenCode's own default (60 s) is shorter than a
+/// The least tool-call timeout iapeer writes for its own MCP server into each agent's MCP
+/// client (issue 27): the default send deadline (`IAPEER_SEND_TIMEOUT_MS`, 300 s, spec 03
+/// §1; a wake's boot runs within it) plus [`MCP_TOOL_TIMEOUT_MARGIN`]: 330 s. A daemon with a
+/// longer send deadline writes a longer one ([`mcp_tool_timeout`]); a peer's birth, which
+/// does not know the daemon's setting, writes this one, and the daemon's refresh at each
+/// launch ([`refresh_peer`]) raises it. OpenCode's own default (60 s) is shorter than a
 /// slow wake. What the setting means in each client, read in its shipped code:
 /// - Claude Code 2.1.332, `.mcp.json` `timeout` (ms): "Per-server tool-call timeout in
 ///   milliseconds ... Hard wall-clock limit per call; progress notifications do not extend
@@ -70,24 +72,37 @@ pub const MCP_TOOL_TIMEOUT_MARGIN: std::time::Duration = std::time::Duration::fr
 ///   is met by the daemon's event-stream answer, `daemon::http::listen::HOLD_AS_EVENTS_AFTER`.)
 /// - OpenCode 1.18.33, `mcp.*.timeout` (ms): the MCP SDK request `timeout` of `callTool`
 ///   with `resetTimeoutOnProgress: true` (its binary), reset only by progress notifications,
-///   which iapeer does not send: a total here. Default the SDK's 60 s.
-///
-/// A daemon whose `IAPEER_SEND_TIMEOUT_MS` is set above 300 s holds sends longer than this;
-/// it says so at start (`daemon::serve`).
+///   which iapeer does not send: a total here.
 pub const MCP_TOOL_TIMEOUT: std::time::Duration = crate::config::vars::IAPEER_SEND_TIMEOUT_MS
     .default_duration()
     .saturating_add(MCP_TOOL_TIMEOUT_MARGIN);
 
-/// [`MCP_TOOL_TIMEOUT`] in milliseconds, as Claude Code, Gemini CLI and OpenCode take it.
-pub const MCP_TOOL_TIMEOUT_MS: u64 = MCP_TOOL_TIMEOUT.as_millis() as u64;
+/// The tool-call timeout for a daemon whose send deadline is `send_timeout`: the longest it
+/// holds a `send_to_peer` call plus [`MCP_TOOL_TIMEOUT_MARGIN`], never below
+/// [`MCP_TOOL_TIMEOUT`] (a shorter send deadline still leaves the usual room). Written into
+/// each agent's MCP client at launch, so a call is never cut off by the agent's side while
+/// the daemon still holds it.
+pub fn mcp_tool_timeout(send_timeout: std::time::Duration) -> std::time::Duration {
+    send_timeout
+        .saturating_add(MCP_TOOL_TIMEOUT_MARGIN)
+        .max(MCP_TOOL_TIMEOUT)
+}
 
-/// The `timeout` (ms) an MCP server entry should have, given the one it has (`existing`): a
-/// number at least [`MCP_TOOL_TIMEOUT_MS`] (a user's longer one) is kept, anything else
-/// becomes [`MCP_TOOL_TIMEOUT_MS`].
-pub fn tool_timeout_ms_at_least(existing: Option<&serde_json::Value>) -> serde_json::Value {
+/// `timeout` in whole milliseconds, as Claude Code, Gemini CLI and OpenCode take it.
+pub fn timeout_ms(timeout: std::time::Duration) -> u64 {
+    u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The `timeout` (ms) an MCP server entry should have, given the one it has (`existing`) and
+/// iapeer's (`ours`, ms): a number at least `ours` (a user's longer one) is kept, anything
+/// else becomes `ours`.
+pub fn tool_timeout_ms_at_least(
+    existing: Option<&serde_json::Value>,
+    ours: u64,
+) -> serde_json::Value {
     match existing.and_then(serde_json::Value::as_u64) {
-        Some(ms) if ms >= MCP_TOOL_TIMEOUT_MS => serde_json::Value::from(ms),
-        _ => serde_json::Value::from(MCP_TOOL_TIMEOUT_MS),
+        Some(ms) if ms >= ours => serde_json::Value::from(ms),
+        _ => serde_json::Value::from(ours),
     }
 }
 
@@ -266,8 +281,9 @@ pub const FOLDER_FILES: &[&str] = &[".mcp.json", ".claude/settings.local.json", 
 /// daemon calls this at every launch; issue 11 item 1): a configuration written by the
 /// original TypeScript iapeer, or by an older iapeer, gets the session-token headers, the
 /// user's other settings kept; the original's approval hook in the folder's hook files is
-/// taken out ([`original_hook`]). A no-op for runtimes without one. Returns whether a file
-/// changed.
+/// taken out ([`original_hook`]); its tool-call timeout becomes at least `tool_timeout`
+/// (the daemon's [`mcp_tool_timeout`]). A no-op for runtimes without one. Returns whether a
+/// file changed.
 ///
 /// Errors: [`SetupError`], a configuration file could not be read or written (it names the
 /// file).
@@ -276,15 +292,16 @@ pub fn refresh_peer(
     cwd: &Path,
     personality: &str,
     bearer: bool,
+    tool_timeout: std::time::Duration,
 ) -> Result<bool, SetupError> {
     // Launches run on several launcher threads, and the Codex config is one host-wide file:
     // its read-modify-write must not interleave (one peer's trust entry would be lost).
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let config = match mcp_client(runtime) {
-        McpClient::ProjectFile => claude_setup::refresh(cwd, personality, bearer),
+        McpClient::ProjectFile => claude_setup::refresh(cwd, personality, bearer, tool_timeout),
         McpClient::HostConfig => codex_setup::refresh(cwd, &default_mcp_url(), bearer),
-        McpClient::UserSettings => gemini_setup::refresh(&default_mcp_url(), bearer),
+        McpClient::UserSettings => gemini_setup::refresh(&default_mcp_url(), bearer, tool_timeout),
         McpClient::Environment | McpClient::LaunchConfig | McpClient::None => Ok(false),
     }?;
     let hooks = match mcp_client(runtime) {
@@ -437,5 +454,46 @@ mod this_binary_tests {
             running_binary(p("/gone/iapeer (deleted)"), there),
             p("/proc/self/exe")
         );
+    }
+}
+
+#[cfg(test)]
+mod tool_timeout_tests {
+    use super::{mcp_tool_timeout, timeout_ms, tool_timeout_ms_at_least, MCP_TOOL_TIMEOUT};
+    use serde_json::json;
+    use std::time::Duration;
+
+    /// Issue 27: the tool-call timeout follows the daemon's send deadline (plus 30 s), and
+    /// is never below 330 s.
+    #[test]
+    fn the_tool_timeout_is_the_send_deadline_plus_its_margin_at_least_330_s() {
+        assert_eq!(MCP_TOOL_TIMEOUT, Duration::from_secs(330));
+        let secs = |s| mcp_tool_timeout(Duration::from_secs(s)).as_secs();
+        assert_eq!(secs(300), 330, "the default");
+        assert_eq!(secs(600), 630);
+        assert_eq!(secs(3600), 3630);
+        assert_eq!(secs(30), 330, "a shorter deadline keeps the usual room");
+        assert_eq!(secs(0), 330);
+        assert_eq!(
+            mcp_tool_timeout(Duration::MAX),
+            Duration::MAX,
+            "no overflow"
+        );
+        assert_eq!(timeout_ms(Duration::from_secs(630)), 630_000);
+        assert_eq!(timeout_ms(Duration::MAX), u64::MAX);
+        // An entry's own timeout is kept only when it is at least ours.
+        assert_eq!(
+            tool_timeout_ms_at_least(Some(&json!(700_000)), 630_000),
+            700_000
+        );
+        assert_eq!(
+            tool_timeout_ms_at_least(Some(&json!(330_000)), 630_000),
+            630_000
+        );
+        assert_eq!(
+            tool_timeout_ms_at_least(Some(&json!("x")), 630_000),
+            630_000
+        );
+        assert_eq!(tool_timeout_ms_at_least(None, 330_000), 330_000);
     }
 }

@@ -164,6 +164,7 @@ pub fn launch_config(
     port: u16,
     bearer: bool,
     gated: bool,
+    tool_timeout: std::time::Duration,
 ) -> serde_json::Value {
     let headers = if bearer {
         json!({
@@ -182,7 +183,7 @@ pub fn launch_config(
             "type": "remote",
             "url": format!("http://127.0.0.1:{port}/mcp"),
             "headers": headers,
-            "timeout": super::MCP_TOOL_TIMEOUT_MS,
+            "timeout": super::timeout_ms(tool_timeout),
         }},
     });
     if gated {
@@ -388,8 +389,14 @@ impl Adapter for OpenCode {
         let extra_env = vec![
             (
                 var.to_string(),
-                launch_config(ctx.system_prompt, ctx.port, ctx.bearer, ctx.gated.is_some())
-                    .to_string(),
+                launch_config(
+                    ctx.system_prompt,
+                    ctx.port,
+                    ctx.bearer,
+                    ctx.gated.is_some(),
+                    ctx.tool_timeout,
+                )
+                .to_string(),
             ),
             ("OPENCODE_SERVER_PASSWORD".into(), server.password.clone()),
             // A peer's program must not replace itself mid-run.
@@ -729,12 +736,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(gated_permission(), recorded);
-        let gated = launch_config(None, 8765, false, true);
+        let gated = launch_config(None, 8765, false, true, crate::runtime::MCP_TOOL_TIMEOUT);
         assert_eq!(gated["permission"], recorded);
         assert_eq!(gated["permission"]["*"], "ask");
         assert_eq!(gated["permission"]["iapeer_*"], "allow");
         assert_eq!(
-            launch_config(None, 8765, false, false).get("permission"),
+            launch_config(None, 8765, false, false, crate::runtime::MCP_TOOL_TIMEOUT)
+                .get("permission"),
             None
         );
         // The reply each option stands for.

@@ -198,6 +198,9 @@ pub enum EventKind {
     PromptClosed {
         /// The prompt's number.
         n: u64,
+        /// How: after iapeer's answer went in, with none, or to be asked again at once
+        /// (the next [`EventKind::PromptOpened`] of the session is that new request).
+        how: crate::session::prompts::Closing,
     },
     /// Outcome of a [`SessionCmd::Deliver`].
     Delivered {

@@ -45,8 +45,27 @@ pub const KEY_RETRY: Duration = Duration::from_secs(2);
 pub enum Report {
     /// Prompt number `n` opened.
     Opened(u64, PermissionPrompt),
-    /// Prompt number `n` closed (answered, here or by someone attached; or its turn ended).
-    Closed(u64),
+    /// Prompt number `n` closed (answered, here or by someone attached; or its turn ended),
+    /// and how.
+    Closed(u64, Closing),
+}
+
+/// How a prompt closed, as far as a human's answer given through iapeer goes (what
+/// `approve`/`deny` tell, [`crate::protocol::ApprovalOutcome`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Closing {
+    /// Gone from the screen after the answer went in: its keys up to their Enter
+    /// (`by_runtime` false), or given through the runtime's API (true).
+    Answered {
+        /// The runtime's API took it; no key was written.
+        by_runtime: bool,
+    },
+    /// Gone with no answer of iapeer's in it: answered on the screen by someone attached,
+    /// its turn ended, or another prompt replaced it.
+    Unanswered,
+    /// Closed to be asked again at once as the next prompt, for this reason ([`NOT_CLOSED`],
+    /// [`NOT_TAKEN`]).
+    AskedAgain(&'static str),
 }
 
 /// The open prompt.
@@ -73,6 +92,19 @@ struct Answering {
     entered: bool,
     /// Given to the runtime through its API: no key at all.
     by_runtime: bool,
+}
+
+impl Open {
+    /// How it closes now: after its answer went in (its Enter, or the runtime's API), or
+    /// with none.
+    fn closing(&self) -> Closing {
+        match &self.answer {
+            Some(a) if a.entered => Closing::Answered {
+                by_runtime: a.by_runtime,
+            },
+            _ => Closing::Unanswered,
+        }
+    }
 }
 
 /// The session's watch over permission prompts.
@@ -116,7 +148,7 @@ impl Watch {
                     .as_ref()
                     .is_some_and(|a| now.saturating_duration_since(a.since) >= ANSWER_LIMIT);
                 if stuck {
-                    out.push(Report::Closed(o.n));
+                    out.push(Report::Closed(o.n, Closing::AskedAgain(NOT_CLOSED)));
                     out.push(self.begin_again(p, now, NOT_CLOSED));
                 } else {
                     o.prompt = p;
@@ -124,14 +156,14 @@ impl Watch {
                 }
             }
             (Some(o), Some(p)) => {
-                out.push(Report::Closed(o.n));
+                out.push(Report::Closed(o.n, o.closing()));
                 out.push(self.begin(p, now));
             }
             (Some(o), None) => {
                 let entered = o.answer.as_ref().is_some_and(|a| a.entered);
                 let since = *o.missing_since.get_or_insert(now);
                 if entered || now.saturating_duration_since(since) >= CLOSED_AFTER {
-                    out.push(Report::Closed(o.n));
+                    out.push(Report::Closed(o.n, o.closing()));
                     self.open = None;
                 }
             }
@@ -170,7 +202,7 @@ impl Watch {
     pub fn not_taken(&mut self, n: u64, now: Instant) -> Vec<Report> {
         match self.open.take() {
             Some(o) if o.n == n => vec![
-                Report::Closed(n),
+                Report::Closed(n, Closing::AskedAgain(NOT_TAKEN)),
                 self.begin_again(o.prompt, now, NOT_TAKEN),
             ],
             other => {
@@ -328,7 +360,7 @@ mod tests {
         assert!(w.look(None, t0 + Duration::from_millis(30)).is_empty());
         assert_eq!(
             w.look(None, t0 + Duration::from_millis(30) + CLOSED_AFTER),
-            [Report::Closed(1)]
+            [Report::Closed(1, Closing::Unanswered)]
         );
         assert!(w.open().is_none());
         // Another prompt is another number; one replacing it closes it first.
@@ -339,7 +371,10 @@ mod tests {
         );
         assert_eq!(
             w.look(Some(prompt("rm c", 0)), t1),
-            [Report::Closed(2), Report::Opened(3, prompt("rm c", 0))]
+            [
+                Report::Closed(2, Closing::Unanswered),
+                Report::Opened(3, prompt("rm c", 0))
+            ]
         );
     }
 
@@ -370,7 +405,10 @@ mod tests {
         );
         assert_eq!(w.next_deadline(), Some(t1 + GAP + KEY_RETRY));
         // Gone after the Enter: closed at once.
-        assert_eq!(w.look(None, t1 + GAP * 2), [Report::Closed(1)]);
+        assert_eq!(
+            w.look(None, t1 + GAP * 2),
+            [Report::Closed(1, Closing::Answered { by_runtime: false })]
+        );
         assert_eq!(w.next_deadline(), None);
     }
 
@@ -401,7 +439,7 @@ mod tests {
         assert_eq!(
             w.look(Some(prompt("rm a", 1)), late),
             [
-                Report::Closed(1),
+                Report::Closed(1, Closing::AskedAgain(NOT_CLOSED)),
                 Report::Opened(2, prompt(&format!("rm a — {NOT_CLOSED}"), 1))
             ]
         );
@@ -419,7 +457,7 @@ mod tests {
         assert_eq!(
             w.not_taken(1, t0),
             [
-                Report::Closed(1),
+                Report::Closed(1, Closing::AskedAgain(NOT_TAKEN)),
                 Report::Opened(2, prompt(&format!("rm a — {NOT_TAKEN}"), 0))
             ]
         );
@@ -459,7 +497,7 @@ mod tests {
         assert_eq!(
             w.look(Some(prompt("rm a", 0)), t0 + ANSWER_LIMIT),
             [
-                Report::Closed(1),
+                Report::Closed(1, Closing::AskedAgain(NOT_CLOSED)),
                 Report::Opened(2, prompt(&format!("rm a — {NOT_CLOSED}"), 0))
             ],
             "still shown at the limit: put to a human again"
@@ -467,7 +505,7 @@ mod tests {
         assert!(w.answered_by_runtime(2, 1, t0 + ANSWER_LIMIT));
         assert_eq!(
             w.look(None, t0 + ANSWER_LIMIT + GAP),
-            [Report::Closed(2)],
+            [Report::Closed(2, Closing::Answered { by_runtime: true })],
             "gone after the answer: closed at once"
         );
     }
@@ -503,7 +541,7 @@ mod recorded {
             for r in w.look(permission_prompt(screen.rows()), t) {
                 seen.push(match r {
                     Report::Opened(n, p) => (n, format!("open {}: {}", p.tool, p.summary)),
-                    Report::Closed(n) => (n, "closed".into()),
+                    Report::Closed(n, _) => (n, "closed".into()),
                 });
             }
             if let Some((n, Some(c))) = w.open().map(|(n, p)| (n, p.cursor)) {
@@ -513,7 +551,7 @@ mod recorded {
             }
         }
         seen.extend(w.look(None, t + CLOSED_AFTER).into_iter().map(|r| match r {
-            Report::Closed(n) => (n, "closed".to_string()),
+            Report::Closed(n, _) => (n, "closed".to_string()),
             other => panic!("{other:?}"),
         }));
         let shape: Vec<(u64, String)> = seen

@@ -588,9 +588,15 @@ refused at once (code offline). A sleeping agent is woken first and gets \
             tool call runs. For a dialog at boot that iapeer does not know (tool \"dialog\"), approve \
             chooses [option] (its number or label; default: the option the dialog has selected) and \
             the boot goes on; deny ends the boot. For a prompt read from an agent's screen, approve \
-            chooses its Yes, or [option] (not the one that refuses). Refused when <id> is not \
-            pending (answered already, denied when its time ran out, or unknown), or [option] is \
-            not one of the menu's.",
+            chooses its Yes, or [option] (not the one that refuses), and the reply waits (up to \
+            15 s: the session gives up on an answer its prompt did not take within 10 s) for the \
+            session to say what became of it: taken (keyed in, or taken by the runtime's API, and \
+            the prompt closed); NOT taken and asked again as a new id, with the reason; NOT taken, \
+            the prompt left the screen first; the session ended; or NOT confirmed in 15 s (look \
+            with iapeer screen). Exits 1 when the answer is not known to be taken. The --json \
+            document's outcome.kind is handed, taken, asked-again, prompt-gone, session-ended, \
+            shutdown or unconfirmed. Refused when <id> is not pending (answered already, denied \
+            when its time ran out, or unknown), or [option] is not one of the menu's.",
         positionals: &[APPROVAL_ID, OPTION],
         flags: &[JSON],
         rules: &[],
@@ -607,7 +613,9 @@ refused at once (code offline). A sleeping agent is woken first and gets \
             does not run and the agent is told [reason] (default \"denied by a human\"; quote a reason \
             of several words). For a boot dialog (tool \"dialog\"), the boot ends at once and the \
             waiting sender is told [reason]. For a prompt read from an agent's screen, its No is \
-            chosen: the turn ends, and [reason] is only logged. Refused when <id> is not pending.",
+            chosen: the turn ends, and [reason] is only logged; the reply waits for the session to \
+            say what became of it, as approve's does (exit 1 when not known to be taken). Refused \
+            when <id> is not pending.",
         positionals: &[APPROVAL_ID, REASON],
         flags: &[JSON],
         rules: &[],

@@ -19,18 +19,30 @@
 //!
 //! Every pending request is also a notice (spec 10 §3, kind `approval`): `list` marks the
 //! peer `(approval)`, and the notice goes with the request.
+//!
+//! `approve`/`deny` of a prompt on a screen answers once the session has said what became
+//! of the answer (issue 27, [`super::confirm`]): taken (its prompt closed after the keys,
+//! or the runtime's API took it), asked again as a new request (with the session's reason),
+//! gone from the screen before it went in, the session ended — or, after
+//! [`APPROVAL_CONFIRM_WAIT`] without word, that it is unconfirmed. A hook's or a boot
+//! dialog's answer is handed over at once and says so.
 
 use std::time::Duration;
 
 use super::broker::{self, AutoDeny, Pending, Waiter};
+use super::confirm::{Settled, Waiting};
 use super::ops::refusal;
 use super::{Router, Timer};
 use crate::daemon::reply::ReplyTo;
 use crate::daemon::route::Refusal;
 use crate::eventlog::Event;
 use crate::names::Identity;
-use crate::protocol::{ApprovalDone, ApprovalInfo, ApprovalVerdict, ApprovalsReply, Code, Reply};
+use crate::protocol::{
+    ApprovalDone, ApprovalInfo, ApprovalOutcome, ApprovalVerdict, ApprovalsReply, Code, Reply,
+    APPROVAL_CONFIRM_WAIT,
+};
 use crate::session::handle::SessionCmd;
+use crate::session::prompts::Closing;
 
 /// How often pending requests are checked for their deadline and for a hook that left.
 pub(crate) const SWEEP: Duration = Duration::from_secs(1);
@@ -75,6 +87,13 @@ pub(crate) enum Asker {
         deny: usize,
     },
 }
+
+/// A prompt on a screen: the identity, its session and the prompt's number there.
+type OnScreen = (Identity, u64, u64);
+
+/// An `approve`/`deny` held for the session's word ([`super::confirm`]): the reply so far
+/// (its `outcome` filled in when known) and where it goes.
+pub(crate) type Held = (ApprovalDone, ReplyTo);
 
 impl Asker {
     /// The asker is gone: a hook whose connection closed (a session's end is handled by
@@ -169,7 +188,7 @@ impl Router {
         };
         let reason = prompt.reason;
         self.open_approval(
-            id,
+            id.clone(),
             identity.clone(),
             prompt.tool,
             prompt.summary,
@@ -179,11 +198,26 @@ impl Router {
                     .opt("reason", (!reason.is_empty()).then_some(reason.as_str()))
             },
         );
+        // The request asked again for an answer its prompt did not take.
+        if let Some(settled) = self.confirming.opened(identity, session, &id) {
+            finish_confirming(settled);
+        }
     }
 
-    /// Permission prompt `n` of `identity`'s session `session` is gone from its screen:
-    /// a request still pending for it was answered there (or its turn ended), and is closed.
-    pub(crate) fn on_prompt_closed(&mut self, identity: &Identity, session: u64, n: u64) {
+    /// Permission prompt `n` of `identity`'s session `session` is gone from its screen
+    /// (`how`): a request still pending for it was answered there (or its turn ended), and is
+    /// closed; an `approve`/`deny` waiting for it is told what became of its answer (one
+    /// asked again waits for the new request, [`Router::on_prompt_opened`]).
+    pub(crate) fn on_prompt_closed(
+        &mut self,
+        identity: &Identity,
+        session: u64,
+        n: u64,
+        how: Closing,
+    ) {
+        if let Some(settled) = self.confirming.closed(identity, session, n, &how) {
+            finish_confirming(settled);
+        }
         let gone = self.approvals.take_where(|p| {
             &p.identity == identity
                 && matches!(p.reply, Asker::Screen { session: s, n: m, .. } if s == session && m == n)
@@ -306,7 +340,7 @@ impl Router {
 
     /// Arm the sweep timer when it is the first thing to wait for the clock.
     fn arm_sweep(&mut self) {
-        if !self.sweep_armed && self.approvals.needs_sweep() {
+        if !self.sweep_armed && (self.approvals.needs_sweep() || !self.confirming.is_empty()) {
             self.sweep_armed = true;
             self.set_timer(self.now.at + SWEEP, Timer::ApprovalSweep);
         }
@@ -361,15 +395,48 @@ impl Router {
         }
     }
 
-    /// `approve` (`allow`) or `deny`: answer the request `id` and its hook. `option` (approve
-    /// only) picks a boot dialog's option by 1-based number or label.
+    /// `approve` (`allow`) or `deny`: answer the request `id` and its asker, then `reply`
+    /// ([`Router::decide_approval`]) with what became of the answer: at once for a hook or a
+    /// boot dialog, once the session says for a prompt on its screen ([`super::confirm`]).
     pub(crate) fn op_decide_approval(
         &mut self,
         id: &str,
         allow: bool,
         reason: Option<String>,
         option: Option<String>,
-    ) -> Result<ApprovalDone, Refusal> {
+        reply: ReplyTo,
+    ) {
+        let (mut done, on_screen) = match self.decide_approval(id, allow, reason, option) {
+            Ok(d) => d,
+            Err(r) => return reply.finish(r),
+        };
+        let Some((identity, session, n)) = on_screen else {
+            return reply.finish(done);
+        };
+        if self.live.get(&identity).is_none_or(|s| s.id != session) {
+            done.with(ApprovalOutcome::SessionEnded);
+            return reply.finish(done);
+        }
+        let span = (
+            self.now.ms,
+            self.now.ms + APPROVAL_CONFIRM_WAIT.as_millis() as u64,
+        );
+        self.confirming
+            .wait(Waiting::new(identity, session, n, span, (done, reply)));
+        self.arm_sweep();
+    }
+
+    /// Answer the request `id` (`allow`, `reason`, `option` as [`Router::op_decide_approval`]
+    /// takes them): the reply, its outcome filled in for a hook or a boot dialog; with the
+    /// session and prompt number whose word it waits for when it is a prompt on a screen.
+    /// `option` (approve only) picks a boot dialog's option by 1-based number or label.
+    fn decide_approval(
+        &mut self,
+        id: &str,
+        allow: bool,
+        reason: Option<String>,
+        option: Option<String>,
+    ) -> Result<(ApprovalDone, Option<OnScreen>), Refusal> {
         self.sweep_approvals();
         let verb = if allow { "approve" } else { "deny" };
         let Some(mut p) = self.approvals.take(id) else {
@@ -422,13 +489,28 @@ impl Router {
                 .filter(|r| !r.trim().is_empty())
                 .unwrap_or_else(|| DENIED_BY_HUMAN.to_string())
         });
-        let done = ApprovalDone {
+        let mut done = ApprovalDone {
             id: p.id.clone(),
             decision: verb.to_string(),
             identity: p.identity.to_string(),
+            outcome: None,
+            detail: String::new(),
+        };
+        let on_screen = match &p.reply {
+            Asker::Screen { session, n, .. } => Some((p.identity.clone(), *session, *n)),
+            Asker::Hook(_) => {
+                done.with(ApprovalOutcome::Handed { to: "hook".into() });
+                None
+            }
+            Asker::BootMenu { .. } => {
+                done.with(ApprovalOutcome::Handed {
+                    to: "boot-dialog".into(),
+                });
+                None
+            }
         };
         self.answer_approval(p, allow, reason, if allow { "approved" } else { "denied" });
-        Ok(done)
+        Ok((done, on_screen))
     }
 
     /// The sweep timer: deny what is past its deadline or whose hook left; re-armed while
@@ -444,6 +526,10 @@ impl Router {
         for p in self.approvals.of_identity(identity) {
             self.auto_deny(p, AutoDeny::SessionEnded);
         }
+        self.confirming
+            .ended(identity)
+            .into_iter()
+            .for_each(finish_confirming);
     }
 
     /// Deny every request and answer every long poll: the daemon is stopping.
@@ -451,6 +537,10 @@ impl Router {
         for p in self.approvals.drain() {
             self.auto_deny(p, AutoDeny::Shutdown);
         }
+        self.confirming
+            .drain()
+            .into_iter()
+            .for_each(finish_confirming);
         let list = self.op_approvals_now();
         for w in self.approvals.drain_waiters() {
             w.reply.finish(list.clone());
@@ -464,6 +554,12 @@ impl Router {
         for p in self.approvals.expired(self.now.ms) {
             self.auto_deny(p, AutoDeny::Timeout);
         }
+        // A requester that left (Ctrl-C) is not answered.
+        self.confirming.forget(|(_, reply)| reply.abandoned());
+        self.confirming
+            .due(self.now.ms)
+            .into_iter()
+            .for_each(finish_confirming);
         self.answer_waiters();
     }
 
@@ -543,6 +639,27 @@ impl Router {
             }
         }
     }
+}
+
+impl ApprovalDone {
+    /// Fill in `outcome` and the line that says it.
+    fn with(&mut self, outcome: ApprovalOutcome) {
+        self.detail = outcome.describe(&self.decision);
+        self.outcome = Some(outcome);
+    }
+}
+
+/// Answer a held `approve`/`deny` with what became of its answer, and log it.
+fn finish_confirming(((mut done, reply), outcome): Settled<Held>) {
+    done.with(outcome);
+    log::info!(
+        "approval {} of {}: {}: {}",
+        done.id,
+        done.identity,
+        done.decision,
+        done.detail
+    );
+    reply.finish(done);
 }
 
 /// The index of `wanted` among a boot dialog's `options`: a 1-based number, or a label

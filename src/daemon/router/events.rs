@@ -37,7 +37,9 @@ impl Router {
             EventKind::PromptOpened { n, prompt, hooked } => {
                 self.on_prompt_opened(&identity, ev.session, n, prompt, hooked)
             }
-            EventKind::PromptClosed { n } => self.on_prompt_closed(&identity, ev.session, n),
+            EventKind::PromptClosed { n, how } => {
+                self.on_prompt_closed(&identity, ev.session, n, how)
+            }
             EventKind::BootFailed {
                 failure,
                 screen,

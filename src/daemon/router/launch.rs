@@ -289,6 +289,7 @@ impl Router {
             first,
             ephemeral: choice.ephemeral,
             gated: choice.gated,
+            tool_timeout: crate::runtime::mcp_tool_timeout(self.cfg.send_timeout),
         })
     }
 
@@ -355,6 +356,9 @@ pub(crate) struct LaunchPlan {
     /// A gated agent (`approval_mode: "gated"`): the approval timeout its launch gives the
     /// permission hook (spec 10 §4).
     gated: Option<std::time::Duration>,
+    /// The tool-call timeout the agent's MCP client gives iapeer's server: the daemon's send
+    /// deadline plus a margin ([`crate::runtime::mcp_tool_timeout`]).
+    tool_timeout: std::time::Duration,
 }
 
 /// The conversation a launch starts or resumes, when known at launch (pure; issue 32): a
@@ -467,7 +471,14 @@ fn run_launch(plan: &LaunchPlan, token: String, env: &LaunchEnv) -> Result<Spawn
 /// which the log line explains).
 fn refresh_mcp_config(plan: &LaunchPlan, bearer: bool) {
     let ident = &plan.ident;
-    match crate::runtime::refresh_peer(&ident.runtime, &plan.peer.cwd, &ident.personality, bearer) {
+    let refreshed = crate::runtime::refresh_peer(
+        &ident.runtime,
+        &plan.peer.cwd,
+        &ident.personality,
+        bearer,
+        plan.tool_timeout,
+    );
+    match refreshed {
         Ok(true) => log::info!("{ident}: brought its MCP configuration to the current form"),
         Ok(false) => {}
         Err(e) => {
@@ -518,6 +529,7 @@ fn prepare_spawn(
         port,
         gated: plan.gated,
         bearer: bearer.is_some(),
+        tool_timeout: plan.tool_timeout,
     };
     let mut cmd = adapter.command(&ctx).map_err(|e| offline(p, e))?;
     // An agent CLI is looked for at every launch, so one installed after the daemon started

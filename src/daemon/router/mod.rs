@@ -6,6 +6,7 @@
 mod always_on;
 mod approvals;
 mod broker;
+mod confirm;
 mod cut;
 mod deadline;
 mod decide;
@@ -271,6 +272,9 @@ pub struct Router {
     /// Permission prompts of gated peers waiting for a human (spec 10 §4); in memory only,
     /// so a restart forgets them and their hooks deny.
     approvals: broker::Broker<approvals::Asker, ReplyTo>,
+    /// Answers to prompts on agents' screens whose `approve`/`deny` waits for the session to
+    /// say what became of them.
+    confirming: confirm::Confirmations<approvals::Held>,
     /// A [`Timer::ApprovalSweep`] is set.
     sweep_armed: bool,
     /// Topic lists noted by deliveries, written once the router has caught up.
@@ -333,6 +337,7 @@ impl Router {
             ),
             notices,
             approvals: broker::Broker::default(),
+            confirming: confirm::Confirmations::default(),
             sweep_armed: false,
             topics: topics::TopicBook::default(),
             ids,

@@ -125,12 +125,12 @@ impl Router {
             Request::Approvals { wait_ms, since_ms } => {
                 return self.op_approvals_wait(wait_ms, since_ms.unwrap_or(0), reply)
             }
-            Request::Approve { id, option } => self
-                .op_decide_approval(&id, true, None, option)
-                .map(Reply::from),
-            Request::Deny { id, reason } => self
-                .op_decide_approval(&id, false, reason, None)
-                .map(Reply::from),
+            Request::Approve { id, option } => {
+                return self.op_decide_approval(&id, true, None, option, reply)
+            }
+            Request::Deny { id, reason } => {
+                return self.op_decide_approval(&id, false, reason, None, reply)
+            }
             Request::Ping
             | Request::Send { .. }
             | Request::ConfirmSend { .. }

@@ -424,6 +424,7 @@ mod tests {
             port: 8765,
             gated: None,
             bearer: false,
+            tool_timeout: crate::runtime::MCP_TOOL_TIMEOUT,
         };
         assert_eq!(a.conversation_naming(), ConversationNaming::Chosen);
         assert!(matches!(

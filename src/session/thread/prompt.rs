@@ -50,9 +50,12 @@ impl Session {
                     );
                     self.emit(EventKind::PromptOpened { n, prompt, hooked });
                 }
-                Report::Closed(n) => {
-                    log::info!("{}: permission prompt {n} closed", self.cfg.identity);
-                    self.emit(EventKind::PromptClosed { n });
+                Report::Closed(n, how) => {
+                    log::info!(
+                        "{}: permission prompt {n} closed ({how:?})",
+                        self.cfg.identity
+                    );
+                    self.emit(EventKind::PromptClosed { n, how });
                     // A message held behind it goes on now; the composer's own hold limit
                     // counts from here.
                     if let Some(h) = self.held.as_mut() {

@@ -501,8 +501,11 @@ async function decide(a, allow, reason, buttons) {
     { method: "POST", body });
   buttons.forEach((b) => { b.disabled = false; });
   if (r.ok) {
-    showResult(out, true, (allow ? "approved " : "denied ") + a.id + " (" + r.body.identity + "): " +
-      a.tool + " " + a.summary);
+    // `detail` says what became of the answer (taken, asked again, not confirmed…).
+    const taken = !r.body.outcome || ["handed", "taken"].includes(r.body.outcome.kind);
+    const said = taken ? (allow ? "approved " : "denied ") : (allow ? "approve " : "deny ");
+    showResult(out, taken, said + a.id + " (" + r.body.identity + "): " +
+      a.tool + " " + a.summary + (r.body.detail ? " — " + r.body.detail : ""));
   } else {
     showResult(out, false, verb + " " + a.id + " failed: " + (r.body.error || r.status));
   }
