@@ -47,9 +47,15 @@ impl Finished {
         } else {
             self.stderr.trim()
         };
-        let n = text.chars().count();
-        text.chars().skip(n.saturating_sub(max)).collect()
+        last_chars(text, max)
     }
+}
+
+/// The last `max` characters of `text` (the end of a helper's output says most about why it
+/// failed).
+pub fn last_chars(text: &str, max: usize) -> String {
+    let n = text.chars().count();
+    text.chars().skip(n.saturating_sub(max)).collect()
 }
 
 /// Run `program args` in `cwd` with `env` added, and kill its process group at `deadline`.
@@ -194,4 +200,16 @@ pub fn wait_bounded<T: Send + 'static>(
         let _ = signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
     }
     waited
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_chars_keeps_the_end_in_characters() {
+        assert_eq!(last_chars("abcdef", 3), "def");
+        assert_eq!(last_chars("ab", 3), "ab");
+        assert_eq!(last_chars("…ééé", 2), "éé");
+    }
 }

@@ -119,7 +119,7 @@ pub fn run(program: &Path, args: &[String], cwd: &Path, deadline: Duration) -> O
     let detail = if done.stderr.trim().is_empty() {
         String::new()
     } else {
-        tail(done.stderr.trim(), DETAIL_CHARS)
+        child::last_chars(done.stderr.trim(), DETAIL_CHARS)
     };
     Outcome {
         state,
@@ -127,11 +127,6 @@ pub fn run(program: &Path, args: &[String], cwd: &Path, deadline: Duration) -> O
         ms: done.ms,
         detail,
     }
-}
-
-fn tail(text: &str, max: usize) -> String {
-    let n = text.chars().count();
-    text.chars().skip(n.saturating_sub(max)).collect()
 }
 
 /// The deadline from `IAPEER_MEMORY_PROVISION_SECS` (a bad value: the default, with a
@@ -293,11 +288,5 @@ mod tests {
             run(&plain, &[], dir.path(), long).state,
             State::NotExecutable
         );
-    }
-
-    #[test]
-    fn the_detail_keeps_the_tail() {
-        assert_eq!(tail("abcdef", 3), "def");
-        assert_eq!(tail("ab", 3), "ab");
     }
 }

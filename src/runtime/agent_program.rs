@@ -21,6 +21,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::adapter::LaunchError;
 use crate::runtime_table::{self, Program};
 
 /// The agent runtimes whose program is looked up here, in preference order: the rows of the
@@ -494,11 +495,61 @@ impl Bound {
     pub fn conversation(&self) -> Option<&str> {
         self.conversation.as_deref()
     }
+
+    /// The id a resume names: the bound conversation's, never the folder's newest (that may
+    /// be a person's conversation, issue 32 item 1).
+    ///
+    /// Errors: [`LaunchError::ConversationNotRecorded`] when none is bound; `missing(id)` when
+    /// `resumable` (asked only then) says the runtime's own record of it is gone.
+    pub fn resume_id(
+        &self,
+        resumable: impl FnOnce() -> bool,
+        missing: fn(String) -> LaunchError,
+    ) -> Result<&str, LaunchError> {
+        let id = self
+            .conversation()
+            .ok_or(LaunchError::ConversationNotRecorded)?;
+        if !resumable() {
+            return Err(missing(id.to_string()));
+        }
+        Ok(id)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A resume names the bound conversation; unbound, nothing is resumed and the runtime's
+    /// records are not looked at; bound but gone from them, the runtime's own error.
+    #[test]
+    fn a_resume_needs_a_bound_conversation_the_runtime_still_has() {
+        let unbound = Bound::new(PathBuf::from("codex"));
+        let asked = std::cell::Cell::new(false);
+        let looked = || {
+            asked.set(true);
+            true
+        };
+        assert!(matches!(
+            unbound.resume_id(looked, LaunchError::CodexSessionMissing),
+            Err(LaunchError::ConversationNotRecorded)
+        ));
+        assert!(
+            !asked.get(),
+            "an unbound adapter asked the runtime's records"
+        );
+        let bound = unbound.to("c-1");
+        assert_eq!(
+            bound
+                .resume_id(|| true, LaunchError::CodexSessionMissing)
+                .unwrap(),
+            "c-1"
+        );
+        assert!(matches!(
+            bound.resume_id(|| false, LaunchError::CodexSessionMissing),
+            Err(LaunchError::CodexSessionMissing(id)) if id == "c-1"
+        ));
+    }
 
     fn run(
         explicit: Option<&str>,

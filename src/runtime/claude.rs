@@ -201,11 +201,10 @@ impl Adapter for Claude {
         match (ctx.mode, self.0.conversation()) {
             (WakeMode::Fresh, Some(id)) => args.extend(["--session-id".into(), id.into()]),
             (WakeMode::Fresh, None) => {}
-            (WakeMode::Resume, None) => return Err(LaunchError::ConversationNotRecorded),
-            (WakeMode::Resume, Some(id)) => {
-                if !self.resumable(ctx.cwd) {
-                    return Err(LaunchError::TranscriptMissing(id.to_string()));
-                }
+            (WakeMode::Resume, _) => {
+                let id = self
+                    .0
+                    .resume_id(|| self.resumable(ctx.cwd), LaunchError::TranscriptMissing)?;
                 args.extend(["--resume".into(), id.into()]);
             }
         }

@@ -17,19 +17,15 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::permission_hook::hook_command;
+use super::permission_hook::{hook_command, hook_timeout_secs};
 
 /// iapeer's own MCP tool, allowed without a prompt: a gated peer still talks to its peers.
 pub const OWN_TOOL: &str = "mcp__iapeer__send_to_peer";
 
-/// How much longer than the broker's timeout Claude Code lets the hook run, so the broker's
-/// deny (not Claude's hook timeout) ends a prompt nobody answered.
-const HOOK_MARGIN: Duration = Duration::from_secs(30);
-
 /// The flags a gated launch uses instead of `--dangerously-skip-permissions`: manual
 /// permission mode, iapeer's own tool allowed, and `--settings` with a `PermissionRequest`
 /// hook that runs `<exe> approval-request` for every tool (its timeout: `timeout` + 30 s, in
-/// whole seconds).
+/// whole seconds, [`hook_timeout_secs`]).
 pub fn launch_args(exe: &Path, timeout: Duration) -> Vec<OsString> {
     let command = hook_command(exe);
     let settings = json!({
@@ -39,7 +35,7 @@ pub fn launch_args(exe: &Path, timeout: Duration) -> Vec<OsString> {
                 "hooks": [{
                     "type": "command",
                     "command": command,
-                    "timeout": (timeout + HOOK_MARGIN).as_secs().max(1),
+                    "timeout": hook_timeout_secs(timeout),
                 }],
             }],
         },

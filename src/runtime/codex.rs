@@ -400,12 +400,10 @@ impl Adapter for Codex {
         if ctx.mode == WakeMode::Resume {
             // By its id, never `--last`: the folder's newest may be a person's, open in their
             // Codex (issue 32 item 1).
-            let Some(id) = self.0.conversation() else {
-                return Err(super::LaunchError::ConversationNotRecorded);
-            };
-            if !self.resumable(ctx.cwd) {
-                return Err(super::LaunchError::CodexSessionMissing(id.to_string()));
-            }
+            let id = self.0.resume_id(
+                || self.resumable(ctx.cwd),
+                super::LaunchError::CodexSessionMissing,
+            )?;
             args.extend(["resume".into(), id.into()]);
         }
         args.extend([

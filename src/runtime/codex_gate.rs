@@ -32,16 +32,11 @@ use std::time::Duration;
 use serde_json::json;
 use toml_edit::{Array, InlineTable};
 
-use super::permission_hook::hook_command;
+use super::permission_hook::{hook_command, hook_timeout_secs};
 use crate::memory::hook_trust;
 
 /// The file Codex 0.171.0 names the `-c` layer by in hook keys.
 pub const SESSION_FLAGS_FILE: &str = "/<session-flags>/config.toml";
-
-/// How much longer than the broker's timeout Codex lets the hook run, so the broker's deny
-/// (not Codex's hook timeout, after which Codex would ask on its own screen) ends a prompt
-/// nobody answered.
-const HOOK_MARGIN: Duration = Duration::from_secs(30);
 
 /// iapeer's own MCP server's tools are approved without a prompt: a gated peer still talks
 /// to its peers (as [`super::claude_gate::OWN_TOOL`] is allowed on Claude Code). Codex
@@ -53,10 +48,11 @@ pub const OWN_TOOLS_APPROVED: &str = "mcp_servers.iapeer.default_tools_approval_
 /// `-a on-request -s read-only`, iapeer's own tools approved ([`OWN_TOOLS_APPROVED`]),
 /// `--enable hooks` (a stable feature, on by default, which a user's config may turn off),
 /// and `-c hooks={…}` holding a `PermissionRequest` hook that runs `<exe> approval-request`
-/// for every tool (timeout: `timeout` + 30 s, in whole seconds) and its trust.
+/// for every tool (timeout: `timeout` + 30 s, in whole seconds, [`hook_timeout_secs`]) and its
+/// trust.
 pub fn launch_args(exe: &Path, timeout: Duration) -> Vec<OsString> {
     let command = hook_command(exe);
-    let secs = (timeout + HOOK_MARGIN).as_secs().max(1);
+    let secs = hook_timeout_secs(timeout);
     vec![
         "-a".into(),
         "on-request".into(),

@@ -7,6 +7,8 @@
 //! "allow"|"deny","message"?}}}`, the message handed to the model. Each runtime's launch
 //! flags are in [`super::claude_gate`] and [`super::codex_gate`].
 
+use std::time::Duration;
+
 use serde_json::{json, Value};
 
 /// The hidden verb a gated runtime runs as the hook (`iapeer approval-request`).
@@ -83,6 +85,17 @@ pub fn hook_command(exe: &std::path::Path) -> String {
     format!("{} {HOOK_VERB}", sh_quote(&exe.to_string_lossy()))
 }
 
+/// How much longer than the broker's timeout a gated runtime lets the hook run, so the
+/// broker's deny (not the runtime's hook timeout, after which Codex would ask on its own
+/// screen) ends a prompt nobody answered.
+const HOOK_MARGIN: Duration = Duration::from_secs(30);
+
+/// The hook timeout a gated launch gives its runtime, in whole seconds (at least 1): the
+/// broker's `timeout` and a 30 s margin.
+pub fn hook_timeout_secs(timeout: Duration) -> u64 {
+    (timeout + HOOK_MARGIN).as_secs().max(1)
+}
+
 /// `s` as one POSIX shell word (single quotes; a `'` inside becomes `'\''`).
 fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
@@ -91,6 +104,13 @@ fn sh_quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_hook_outlasts_the_broker_by_the_margin_in_whole_seconds() {
+        assert_eq!(hook_timeout_secs(Duration::from_millis(300_000)), 330);
+        assert_eq!(hook_timeout_secs(Duration::from_millis(300_999)), 330);
+        assert_eq!(hook_timeout_secs(Duration::ZERO), 30);
+    }
 
     #[test]
     fn quotes_survive_the_shell_word() {

@@ -1091,6 +1091,15 @@ impl Acceptor {
             .poll
             .registry()
             .reregister(&mut c.stream, t, Interest::READABLE);
+        self.linger(t);
+    }
+
+    /// Connection `t`, answered and shut for writing, lingers: its input is discarded until
+    /// EOF, [`LINGER`] or [`LINGER_BYTES`], starting with what is waiting already.
+    fn linger(&mut self, t: Token) {
+        let Some(c) = self.conns.get_mut(&t) else {
+            return;
+        };
         c.stage = Stage::Linger { discarded: 0 };
         c.deadline = Instant::now() + LINGER;
         // Input may already be waiting; edge-triggered polls will not say so again.
@@ -1116,12 +1125,7 @@ impl Acceptor {
                 if answer_now(&c.stream, &reply, head_only)
                     && c.stream.shutdown(Shutdown::Write).is_ok()
                 {
-                    c.stage = Stage::Linger { discarded: 0 };
-                    c.deadline = Instant::now() + LINGER;
-                    // Input may already be waiting; edge-triggered polls will not say so again.
-                    if matches!(read_conn(c, &self.shared), Next::Close) {
-                        self.remove(t);
-                    }
+                    self.linger(t);
                 } else {
                     self.remove(t);
                 }

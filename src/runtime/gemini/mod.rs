@@ -486,12 +486,10 @@ impl Adapter for Gemini {
         let mut args: Vec<OsString> =
             vec!["--skip-trust".into(), "--approval-mode".into(), mode.into()];
         if ctx.mode == WakeMode::Resume {
-            let Some(id) = self.0.conversation() else {
-                return Err(super::LaunchError::ConversationNotRecorded);
-            };
-            if !self.resumable(ctx.cwd) {
-                return Err(super::LaunchError::GeminiSessionMissing(id.to_string()));
-            }
+            let id = self.0.resume_id(
+                || self.resumable(ctx.cwd),
+                super::LaunchError::GeminiSessionMissing,
+            )?;
             args.extend(["--resume".into(), id.into()]);
         }
         args.extend(ctx.launch_env.start_args.iter().map(OsString::from));

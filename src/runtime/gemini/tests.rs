@@ -444,6 +444,39 @@ fn a_bound_conversations_message_is_confirmed_from_the_file_a_resume_made() {
     assert!(conversation_watch(&chats, "short").is_none());
 }
 
+/// The answers to iapeer's terminal queries that the `late-*` recordings show in Gemini
+/// CLI's composer (kitty flags, XTVERSION, primary DA; see [`stray_answers`]).
+const STRAY: &str = "0u>|iapeer(0.1.0)62;22c";
+
+/// `step` (of `session`) is the Ctrl-C that clears the stray answers, its label quoting them.
+fn assert_clears_strays(step: Option<BootStep>, session: &str) {
+    match step {
+        Some(BootStep::Clear { bytes, label }) => {
+            assert_eq!(bytes, vec![0x03], "{session}");
+            assert!(label.contains(&format!("`{STRAY}`")), "{label}");
+        }
+        other => panic!("{session}: {other:?}"),
+    }
+}
+
+/// The screen `step` of `session` shows the exit warning a Ctrl-C arms, and the clear keys
+/// read it as armed (one more press would quit).
+fn assert_exit_armed(g: &Gemini, session: &str, step: &str) {
+    let armed = step_screen(session, step);
+    assert!(armed.text().contains(EXIT_ARMED), "{step}");
+    assert!(
+        g.clear_keys().is_some_and(|k| k.exit_armed(armed.text())),
+        "{step}"
+    );
+}
+
+/// The rows of the screen `step` of `session`, the exit warning put in its first row.
+fn with_exit_warning(session: &str, step: &str) -> Vec<String> {
+    let mut rows = step_screen(session, step).rows().to_vec();
+    rows[0] = format!(" {EXIT_ARMED}");
+    rows
+}
+
 /// The answers to its terminal queries that came late (1.2, 2 and 6 s: `late-answers.txt`)
 /// sit in the composer at boot: the boot clears them with Ctrl-C, and is ready once that
 /// cleared them (`…-cleared`, with the exit warning the Ctrl-C armed in `late-1200ms`); a
@@ -459,32 +492,18 @@ fn fixture_late_terminal_answers_in_the_composer_are_cleared_at_boot() {
         let boot = step_screen(session, &format!("{session}-boot"));
         let text = composer_text(boot.rows()).unwrap();
         assert!(stray_answers(&text), "{session}: {text}");
-        match g.boot_step(&boot) {
-            BootStep::Clear { bytes, label } => {
-                assert_eq!(bytes, vec![0x03], "{session}");
-                assert!(label.contains("`0u>|iapeer(0.1.0)62;22c`"), "{label}");
-            }
-            other => panic!("{session}: {other:?}"),
-        }
+        assert_clears_strays(Some(g.boot_step(&boot)), session);
         let cleared = step_screen(session, &format!("{session}-cleared"));
         assert_eq!(label(g.boot_step(&cleared)), "ready", "{session}");
     }
-    let armed = step_screen("late-1200ms-ctrl-c", "late-1200ms-ctrl-c-cleared");
-    assert!(armed.text().contains(EXIT_ARMED));
-    assert!(g.clear_keys().is_some_and(|k| k.exit_armed(armed.text())));
+    assert_exit_armed(&g, "late-1200ms-ctrl-c", "late-1200ms-ctrl-c-cleared");
     // Esc only asked for a second Esc (`late-answers.txt`); the text stayed, and Ctrl-C is
     // still the key.
     let esc = step_screen("late-2000ms-esc", "late-2000ms-esc-8s-after-key");
-    assert_eq!(
-        composer_text(esc.rows()).as_deref(),
-        Some("0u>|iapeer(0.1.0)62;22c")
-    );
+    assert_eq!(composer_text(esc.rows()).as_deref(), Some(STRAY));
     assert!(matches!(g.boot_step(&esc), BootStep::Clear { .. }));
     // The same text with the exit warning showing: wait.
-    let mut rows = step_screen("late-2000ms-ctrl-c", "late-2000ms-ctrl-c-boot")
-        .rows()
-        .to_vec();
-    rows[0] = format!(" {EXIT_ARMED}");
+    let rows = with_exit_warning("late-2000ms-ctrl-c", "late-2000ms-ctrl-c-boot");
     assert_eq!(label(boot_step_for(&rows)), "wait");
 }
 
@@ -502,33 +521,23 @@ fn fixture_late_terminal_answers_after_ready_are_leftovers_not_a_draft() {
     ] {
         let landed = step_screen(session, &format!("{session}-landed"));
         assert!(!g.is_busy(&landed), "{session}");
-        match g.composer_leftovers(&landed) {
-            Some(BootStep::Clear { bytes, label }) => {
-                assert_eq!(bytes, vec![0x03], "{session}");
-                assert!(label.contains("`0u>|iapeer(0.1.0)62;22c`"), "{label}");
-            }
-            other => panic!("{session}: {other:?}"),
-        }
+        assert_clears_strays(g.composer_leftovers(&landed), session);
         for after in ["cleared", "8s-after-key", "delivered"] {
             let screen = step_screen(session, &format!("{session}-{after}"));
             assert_eq!(g.composer_leftovers(&screen), None, "{session}-{after}");
             assert_eq!(g.composer_draft(&screen), None, "{session}-{after}");
         }
     }
-    let armed = step_screen(
+    assert_exit_armed(
+        &g,
         "late-30000ms-after-ready-turn",
         "late-30000ms-after-ready-turn-cleared",
     );
-    assert!(armed.text().contains(EXIT_ARMED));
-    assert!(g.clear_keys().is_some_and(|k| k.exit_armed(armed.text())));
     // The leftovers with the exit warning showing: no key (another Ctrl-C would quit).
-    let mut rows = step_screen(
+    let rows = with_exit_warning(
         "late-30000ms-after-ready-idle",
         "late-30000ms-after-ready-idle-landed",
-    )
-    .rows()
-    .to_vec();
-    rows[0] = format!(" {EXIT_ARMED}");
+    );
     assert_eq!(leftovers_step(&rows), Some(BootStep::Wait));
     // A human's draft, a paste, the empty composer: none.
     for step in ["05-draft", "06-paste-4-lines", "04-ready"] {
@@ -546,7 +555,7 @@ fn fixture_late_terminal_answers_after_ready_are_leftovers_not_a_draft() {
 #[test]
 fn stray_answers_are_only_the_answers_leftovers() {
     for yes in [
-        "0u>|iapeer(0.1.0)62;22c",
+        STRAY,
         "62;22c",
         "0u",
         ">|iapeer(0.1.0)",
