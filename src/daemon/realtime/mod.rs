@@ -6,7 +6,12 @@
 //! `setsid` included, a scheduling group of its own, so a thread's `nice` only ranks it inside
 //! the daemon's group ([`crate::session::priority`]). 1 000 concurrent `tools/call` to 20 echo
 //! peers on 2 cores had a per-burst daemon overhead p99 of 10–18 ms. With these threads at
-//! `SCHED_FIFO` it was 1.1–3.3 ms in 10 of 10 bursts, at load 18–20 too.
+//! `SCHED_FIFO` it was 1.1–3.3 ms in 10 of 10 bursts, at load 18–20 too, when first measured
+//! (feaeb05); measured again on 2026-12-08, that commit's successor (af13c68) and `main` both
+//! had 2–5 of 10 bursts under 5 ms. A real-time thread still waits for a lock a preempted
+//! normal thread holds: the router's inbox no longer has one ([`crate::daemon::router::inbox`]),
+//! the message-id ledger has one per recipient, and glibc's arena locks remain
+//! (`docs/ARCHITECTURE.md`, the burst paragraph).
 //!
 //! So, when the daemon may ([`decide`]: root, `CAP_SYS_NICE`, or a soft `RLIMIT_RTPRIO` of
 //! at least [`PRIORITY`]) and `IAPEER_REALTIME` is not `0`, each of those threads sets itself
